@@ -12,8 +12,10 @@
 //! does for a standalone server, and no thread waits for it.
 //!
 //! Why joining is safe: each batch was computed under its command's key locks, whose stripes
-//! stay marked until its outcome (`storage::locks`), so two batches in one queue never touch
-//! the same key; applying them in one engine write is applying them one after the other. A
+//! stay marked until its outcome (`storage::locks`), so two batches in one queue touch the
+//! same key only when the later one is a blind write's (a plain SET, which waits for no mark
+//! and reads nothing); applying them in one engine write in queue order is applying them one
+//! after the other. A
 //! batch stays atomic (it is inside one entry), and an entry holds batches of one group only.
 //!
 //! Gathering: the commands an entry answered usually come back with their next batch within
@@ -68,7 +70,10 @@ pub const MAX_ENTRY_BYTES: usize = 4 << 20;
 
 /// Entries of one group in flight from this node at most. One: a second would overlap the
 /// first's fdatasyncs and round trip, but measured under 16 writers it halved the entries'
-/// size and cost more per command (`docs/measurements.md`, cluster writes).
+/// size and cost more per command (`docs/measurements.md`, cluster writes). Blind writes rely
+/// on it (`storage::locks`): with one entry in flight, a batch proposed after another is in
+/// the same entry or a later one; with more, entries could commit out of proposal order, and
+/// blind writes would have to wait for the marks again.
 pub const MAX_IN_FLIGHT: usize = 1;
 
 /// Longest a driver holds waiting batches for company (module doc, "Gathering").

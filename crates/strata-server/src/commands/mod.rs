@@ -742,6 +742,11 @@ pub fn busy_stripe(
     if !cmd.write || !cmd.keys.has_keys() || !cmd.arity_fits(args.len()) {
         return None;
     }
+    // A blind SET waits only for a writer holding its stripe, which it does in the command
+    // (`storage::locks`, blind writes): that holder is done within the command.
+    if cmd.name == "set" && strings::blind_set(args) {
+        return None;
+    }
     let locks = &sh.engine().locks;
     if !cmd.keys.may_be_several() {
         return locks.busy(args.get(usize::try_from(cmd.keys.first).ok()?)?);

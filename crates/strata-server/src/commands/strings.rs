@@ -111,6 +111,13 @@ fn string_opts(args: &[Vec<u8>], set: bool) -> Result<StringOpts<'_>, CmdError> 
     Ok(o)
 }
 
+/// Whether SET command line `a` writes without reading the key (no NX, XX, GET or KEEPTTL:
+/// `string::set`'s blind write), so its connection need not wait for the key's writes in
+/// flight before running it (`busy_stripe`). A line whose options do not parse is not.
+pub fn blind_set(a: &[Vec<u8>]) -> bool {
+    a.len() >= 3 && string_opts(&a[3..], true).is_ok_and(|o| !(o.nx || o.xx || o.get || o.keepttl))
+}
+
 pub fn set(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let ks = sh.keyspace(c.db);
     let o = string_opts(&a[3..], true)?;
@@ -397,4 +404,34 @@ pub fn strlen(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     let len = string::len(&sh.keyspace(c.db), &a[1])?;
     out.int(len as i64);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blind_set;
+
+    fn line(words: &[&str]) -> Vec<Vec<u8>> {
+        words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn a_set_is_blind_unless_it_reads_the_key() {
+        for blind in [
+            &["set", "k", "v"][..],
+            &["set", "k", "v", "EX", "10"],
+            &["SET", "k", "v", "pxat", "5"],
+        ] {
+            assert!(blind_set(&line(blind)), "{blind:?}");
+        }
+        for reads in [
+            &["set", "k", "v", "NX"][..],
+            &["set", "k", "v", "xx"],
+            &["set", "k", "v", "GET"],
+            &["set", "k", "v", "keepttl"],
+            &["set", "k", "v", "EX"],
+            &["set", "k"],
+        ] {
+            assert!(!blind_set(&line(reads)), "{reads:?}");
+        }
+    }
 }

@@ -14,6 +14,15 @@
 //! proposed write, as if the earlier one had kept its locks until then. A lock that must wait
 //! (a held stripe, a mark) hands an async worker's other tasks off first.
 //!
+//! A *blind* write, one that reads nothing of the key it writes (a plain SET), locks without
+//! waiting for the marks ([`LockTable::lock_blind`]), and its connection does not wait for
+//! them either (`commands::busy_stripe`): it reads no state that could lack an earlier write,
+//! and its batch still comes after every write of the key proposed before it, since a group
+//! takes its proposals in the order they came and has one entry in flight at a time
+//! (`cluster::proposals`). Its own write marks the stripe as any other, so a later writer
+//! that reads waits for it. Writes to one hot key from many connections then share a group's
+//! entries instead of taking one consensus round each.
+//!
 //! A connection does not let it come to that when it can help it: before it runs a write
 //! command it asks whether one of the command's stripes is busy ([`LockTable::busy`]) and, if
 //! so, waits for it as a task ([`LockTable::until_free`]), so the worker serves other
@@ -151,6 +160,13 @@ impl LockTable {
         self.lock_stripes(idx)
     }
 
+    /// Locks the stripe of `key` as [`LockTable::lock`] does but without waiting for the
+    /// marks of writes in flight: for a blind write, which reads nothing of `key` (module
+    /// doc). In standalone mode, where no write stays in flight, the same as `lock`.
+    pub fn lock_blind(&self, key: &[u8]) -> Guards<'_> {
+        self.lock_stripes_waiting(vec![self.stripe(key)], false)
+    }
+
     /// Locks `key`'s stripe when that cannot deadlock, else `None`: a thread holding no
     /// stripe of this table waits for it; one holding some (taken in ascending order, which
     /// waiting for another would break) gets it only if it holds it already or it is free
@@ -181,7 +197,12 @@ impl LockTable {
         self.lock_stripes((0..STRIPES).collect())
     }
 
-    fn lock_stripes(&self, mut idx: Vec<usize>) -> Guards<'_> {
+    fn lock_stripes(&self, idx: Vec<usize>) -> Guards<'_> {
+        self.lock_stripes_waiting(idx, true)
+    }
+
+    /// Locks stripes `idx` (ascending), then, with `for_marks`, waits for their marks.
+    fn lock_stripes_waiting(&self, mut idx: Vec<usize>, for_marks: bool) -> Guards<'_> {
         let table = self.id();
         HELD.with(|h| {
             let h = h.borrow();
@@ -198,7 +219,7 @@ impl LockTable {
             })
             .collect();
         let marked = |i: &usize| self.marks.count[*i].load(Ordering::Acquire) > 0;
-        if idx.iter().any(marked) {
+        if for_marks && idx.iter().any(marked) {
             // Holding the stripes, no new mark can come: wait for these to clear.
             super::pending::off_worker(|| {
                 let mut gate = self.marks.gate.lock();
@@ -298,6 +319,37 @@ mod tests {
         t.join().unwrap();
         assert_eq!(got.load(Ordering::SeqCst), 1);
         assert!(!table.is_marked(b"a"));
+    }
+
+    #[test]
+    fn a_blind_lock_takes_a_marked_stripe_at_once_but_waits_for_its_holder() {
+        let table = Arc::new(LockTable::default());
+        let g = table.lock(&["a"]);
+        let marked = table.mark_held();
+        drop(g);
+        // Marked, not held: a blind writer goes on, and marks it again for its own write.
+        let g = table.lock_blind(b"a");
+        let second = table.mark_held();
+        drop(g);
+        marked.release();
+        assert!(table.is_marked(b"a"), "the blind writer's mark stays");
+        second.release();
+        assert!(!table.is_marked(b"a"));
+        // Held: the blind writer waits for the holder, as any locker does.
+        let g = table.lock(&["a"]);
+        let got = Arc::new(AtomicU32::new(0));
+        let t = {
+            let (table, got) = (table.clone(), got.clone());
+            std::thread::spawn(move || {
+                let _g = table.lock_blind(b"a");
+                got.store(1, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(got.load(Ordering::SeqCst), 0, "the blind locker waits for the holder");
+        drop(g);
+        t.join().unwrap();
+        assert_eq!(got.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -18,7 +18,8 @@
 //!   replaced with it.
 //! - The key-lock stripes the command held when it wrote stay marked until the settlement
 //!   ([`super::locks`]): another writer of those keys waits for the entry to be applied, as
-//!   it would have waited for the command's locks.
+//!   it would have waited for the command's locks; but for a blind write, which reads
+//!   nothing and whose batch comes after the entry in its group's order.
 //! - Readers of other connections see the write once it is applied, after its commit: never
 //!   before, so no reader sees a write that a failover could lose.
 

@@ -72,14 +72,15 @@ pub fn set(
     expiry: Expiry,
     need_string: bool,
 ) -> Result<SetOutcome> {
-    let _g = ks.store.locks.lock(&[key]);
     // A plain SET needs nothing of the old key (the sub-keys of a container it replaces are
     // left to the compaction filter either way) unless an event does (`new` for a key it
-    // creates, `expired` for one met past its time): it writes without reading.
+    // creates, `expired` for one met past its time): it writes without reading, so it need
+    // not wait for the key's writes in flight either (`storage::locks`, blind writes).
     let blind = condition == Condition::Always
         && expiry != Expiry::Keep
         && !need_string
         && !ks.notifier.wants(NEW | EXPIRED);
+    let _g = if blind { ks.store.locks.lock_blind(key) } else { ks.store.locks.lock(&[key]) };
     let old = if blind { None } else { ks.meta(key)? };
     if need_string && old.as_ref().is_some_and(|m| m.kind != Kind::String) {
         return Err(TypeError::WrongType);
