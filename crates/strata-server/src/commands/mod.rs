@@ -57,6 +57,7 @@ pub mod zset_range;
 
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
+use crate::storage::locks::Busy;
 use errors::{arity_err, unknown_err, CmdError, NOAUTH};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -722,19 +723,21 @@ pub fn refuse_busy(sh: &Shared, conn: &mut Conn, cmd: &Command, out: &mut Out) {
     reject(sh, conn, Some(cmd), reply, out);
 }
 
-/// The first stripe of a write command's keys that is busy now ([`LockTable::busy`]), for the
+/// The first stripe of a write command's keys that is busy now ([`LockTable::busy`]; for a
+/// blind SET, held by another writer: [`LockTable::busy_blind`]), for the
 /// connection to wait for as a task before it runs the command (`server::listener`); `None`
 /// when nothing would wait, and for what locks otherwise (a command queued inside MULTI, an
 /// unknown one, one of the wrong arity, one without keys: EXEC and scripts lock for
 /// themselves).
 ///
 /// [`LockTable::busy`]: crate::storage::locks::LockTable::busy
+/// [`LockTable::busy_blind`]: crate::storage::locks::LockTable::busy_blind
 pub fn busy_stripe(
     sh: &Shared,
     conn: &Conn,
     cmd: Option<&Command>,
     args: &[Vec<u8>],
-) -> Option<usize> {
+) -> Option<Busy> {
     if conn.multi.is_some() || conn.in_exec {
         return None;
     }
@@ -742,12 +745,11 @@ pub fn busy_stripe(
     if !cmd.write || !cmd.keys.has_keys() || !cmd.arity_fits(args.len()) {
         return None;
     }
-    // A blind SET waits only for a writer holding its stripe, which it does in the command
-    // (`storage::locks`, blind writes): that holder is done within the command.
-    if cmd.name == "set" && strings::blind_set(args) {
-        return None;
-    }
     let locks = &sh.engine().locks;
+    // A blind SET waits for no mark (`storage::locks`, blind writes).
+    if cmd.name == "set" && strings::blind_set(args) {
+        return locks.busy_blind(&args[1]);
+    }
     if !cmd.keys.may_be_several() {
         return locks.busy(args.get(usize::try_from(cmd.keys.first).ok()?)?);
     }

@@ -179,7 +179,7 @@ struct Ran {
 /// thread) before it runs that frame.
 enum Stall {
     /// The busy key stripe its command would wait for (`commands::busy_stripe`).
-    Stripe(usize),
+    Stripe(crate::storage::locks::Busy),
     /// The running script, until this moment (`scripting::waits_for_script`).
     Script(std::time::Instant),
     /// It runs on a blocking thread ([`run_offloaded`]): a script, or a walk of the whole

@@ -15,8 +15,8 @@
 //! (a held stripe, a mark) hands an async worker's other tasks off first.
 //!
 //! A *blind* write, one that reads nothing of the key it writes (a plain SET), locks without
-//! waiting for the marks ([`LockTable::lock_blind`]), and its connection does not wait for
-//! them either (`commands::busy_stripe`): it reads no state that could lack an earlier write,
+//! waiting for the marks ([`LockTable::lock_blind`]), and its connection waits before it
+//! only for a writer holding the stripe ([`LockTable::busy_blind`]): it reads no state that could lack an earlier write,
 //! and its batch still comes after every write of the key proposed before it, since a group
 //! takes its proposals in the order they came and has one entry in flight at a time
 //! (`cluster::proposals`). Its own write marks the stripe as any other, so a later writer
@@ -93,6 +93,14 @@ impl Default for LockTable {
             }),
         }
     }
+}
+
+/// A stripe a command would wait for now ([`LockTable::busy`]), and whether a write in flight
+/// marking it counts (not for a blind write: [`LockTable::busy_blind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Busy {
+    stripe: usize,
+    marks: bool,
 }
 
 /// Held stripes; dropping releases them.
@@ -234,21 +242,33 @@ impl LockTable {
 
     /// `key`'s stripe, when another writer holds it or a write in flight marks it: a
     /// [`LockTable::lock`] of `key` would wait now.
-    pub fn busy(&self, key: &[u8]) -> Option<usize> {
-        let i = self.stripe(key);
-        self.stripe_busy(i).then_some(i)
+    pub fn busy(&self, key: &[u8]) -> Option<Busy> {
+        self.busy_for(key, true)
     }
 
-    fn stripe_busy(&self, i: usize) -> bool {
-        self.stripes[i].is_locked() || self.marks.count[i].load(Ordering::SeqCst) > 0
+    /// `key`'s stripe, when another writer holds it: a [`LockTable::lock_blind`] of `key`
+    /// would wait now (a blind write waits for no mark).
+    pub fn busy_blind(&self, key: &[u8]) -> Option<Busy> {
+        self.busy_for(key, false)
     }
 
-    /// Waits, as a task, until stripe `i` (from [`LockTable::busy`]) is neither held nor
+    fn busy_for(&self, key: &[u8], marks: bool) -> Option<Busy> {
+        let b = Busy { stripe: self.stripe(key), marks };
+        self.is_busy(b).then_some(b)
+    }
+
+    fn is_busy(&self, b: Busy) -> bool {
+        let i = b.stripe;
+        self.stripes[i].is_locked() || (b.marks && self.marks.count[i].load(Ordering::SeqCst) > 0)
+    }
+
+    /// Waits, as a task, until the stripe of `b` (from [`LockTable::busy`] or
+    /// [`LockTable::busy_blind`]) is no longer held nor, unless `b` is a blind write's,
     /// marked, or `MAX_TASK_WAIT` has passed: a stripe held that long (a script holds them
     /// all) is waited for by the command itself, where a script that runs too long gets its
     /// callers a BUSY reply. Takes nothing: the stripe may be taken again before the caller
     /// locks it.
-    pub async fn until_free(&self, i: usize) {
+    pub async fn until_free(&self, b: Busy) {
         /// Counts the task among the stripe's waiters while it waits (a dropped wait too).
         struct Waiting<'a>(&'a AtomicU32);
         impl Drop for Waiting<'_> {
@@ -257,7 +277,7 @@ impl LockTable {
             }
         }
         const MAX_TASK_WAIT: Duration = Duration::from_millis(10);
-        let m = &*self.marks;
+        let (m, i) = (&*self.marks, b.stripe);
         m.waiters[i].fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&m.waiters[i]);
         let wait = async {
@@ -266,7 +286,7 @@ impl LockTable {
                 tokio::pin!(freed);
                 freed.as_mut().enable();
                 fence(Ordering::SeqCst);
-                if !self.stripe_busy(i) {
+                if !self.is_busy(b) {
                     return;
                 }
                 freed.await;
@@ -298,6 +318,20 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Runs `lock` on a thread of its own; the count is 1 once it has locked.
+    fn locker(
+        table: &Arc<LockTable>,
+        lock: fn(&LockTable),
+    ) -> (std::thread::JoinHandle<()>, Arc<AtomicU32>) {
+        let got = Arc::new(AtomicU32::new(0));
+        let (table, done) = (table.clone(), got.clone());
+        let t = std::thread::spawn(move || {
+            lock(&table);
+            done.store(1, Ordering::SeqCst);
+        });
+        (t, got)
+    }
+
     #[test]
     fn a_marked_stripe_waits_for_its_release_after_the_guards_drop() {
         let table = Arc::new(LockTable::default());
@@ -305,14 +339,7 @@ mod tests {
         let marked = table.mark_held();
         drop(g);
         assert!(table.is_marked(b"a") && table.is_marked(b"b"));
-        let got = Arc::new(AtomicU32::new(0));
-        let t = {
-            let (table, got) = (table.clone(), got.clone());
-            std::thread::spawn(move || {
-                let _g = table.lock(&["b"]);
-                got.store(1, Ordering::SeqCst);
-            })
-        };
+        let (t, got) = locker(&table, |t| drop(t.lock(&["b"])));
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(got.load(Ordering::SeqCst), 0, "the locker waits for the mark");
         marked.release();
@@ -337,14 +364,7 @@ mod tests {
         assert!(!table.is_marked(b"a"));
         // Held: the blind writer waits for the holder, as any locker does.
         let g = table.lock(&["a"]);
-        let got = Arc::new(AtomicU32::new(0));
-        let t = {
-            let (table, got) = (table.clone(), got.clone());
-            std::thread::spawn(move || {
-                let _g = table.lock_blind(b"a");
-                got.store(1, Ordering::SeqCst);
-            })
-        };
+        let (t, got) = locker(&table, |t| drop(t.lock_blind(b"a")));
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(got.load(Ordering::SeqCst), 0, "the blind locker waits for the holder");
         drop(g);
@@ -419,9 +439,10 @@ mod tests {
         assert!(table.busy(b"k").is_none(), "a free stripe is not busy");
         // Held: the wait is pending until the guard drops, then done (no timer involved).
         let g = table.lock(&["k"]);
-        let i = table.busy(b"k").expect("held");
+        let b = table.busy(b"k").expect("held");
+        let i = b.stripe;
         rt.block_on(async {
-            let wait = table.until_free(i);
+            let wait = table.until_free(b);
             tokio::pin!(wait);
             assert!(poll_once(wait.as_mut()).await.is_pending());
             assert_eq!(table.marks.waiters[i].load(Ordering::SeqCst), 1);
@@ -433,9 +454,20 @@ mod tests {
         let g = table.lock(&["k"]);
         let marked = table.mark_held();
         drop(g);
-        assert_eq!(table.busy(b"k"), Some(i), "a mark keeps the stripe busy");
+        assert_eq!(table.busy(b"k"), Some(b), "a mark keeps the stripe busy");
+        // Not for a blind write, which waits only for a holder.
+        assert_eq!(table.busy_blind(b"k"), None, "a mark alone does not stop a blind write");
+        let g = table.lock_blind(b"k");
+        let blind = table.busy_blind(b"k").expect("held");
         rt.block_on(async {
-            let wait = table.until_free(i);
+            let wait = table.until_free(blind);
+            tokio::pin!(wait);
+            assert!(poll_once(wait.as_mut()).await.is_pending());
+            drop(g);
+            assert!(poll_once(wait.as_mut()).await.is_ready(), "the mark left does not count");
+        });
+        rt.block_on(async {
+            let wait = table.until_free(b);
             tokio::pin!(wait);
             assert!(poll_once(wait.as_mut()).await.is_pending());
             marked.release();
@@ -449,14 +481,15 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let table = LockTable::default();
         let all = table.lock_all();
-        let i = table.busy(b"k").expect("every stripe is held");
+        let b = table.busy(b"k").expect("every stripe is held");
+        let i = b.stripe;
         let start = std::time::Instant::now();
-        rt.block_on(table.until_free(i));
+        rt.block_on(table.until_free(b));
         assert!(start.elapsed() >= Duration::from_millis(10), "it returned at the bound");
         assert!(table.busy(b"k").is_some(), "still held: the command waits for it itself");
         // A wait given up (its task dropped) is no longer counted.
         rt.block_on(async {
-            let wait = table.until_free(i);
+            let wait = table.until_free(b);
             tokio::pin!(wait);
             assert!(poll_once(wait.as_mut()).await.is_pending());
             assert_eq!(table.marks.waiters[i].load(Ordering::SeqCst), 1);

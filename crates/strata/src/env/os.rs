@@ -379,6 +379,16 @@ struct OsRandom {
     len: u64,
 }
 
+impl OsRandom {
+    /// `path` opened for positional reads, with its length as of the open.
+    fn open(path: &Path) -> Result<OsRandom> {
+        let file =
+            super::open_read::open_for_reads(path, 0).map_err(|e| Error::io("open", path, e))?;
+        let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
+        Ok(OsRandom { path: path.to_path_buf(), file, len })
+    }
+}
+
 /// One positional read: `pread` on Unix; on Windows `seek_read` (it moves the handle's
 /// cursor, which nothing here uses).
 #[cfg(unix)]
@@ -498,21 +508,15 @@ impl FileSystem for OsFs {
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file =
-            super::open_read::open_for_reads(path, 0).map_err(|e| Error::io("open", path, e))?;
-        let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
-        Ok(Arc::new(OsRandom { path: path.to_path_buf(), file, len }))
+        Ok(Arc::new(OsRandom::open(path)?))
     }
 
     #[cfg(target_os = "linux")]
     fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         use std::os::fd::AsRawFd;
-        let file =
-            super::open_read::open_for_reads(path, 0).map_err(|e| Error::io("open", path, e))?;
-        let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
-        let fd = file.as_raw_fd();
-        let plain = Box::new(OsRandom { path: path.to_path_buf(), file, len });
-        Ok(super::mapped_read::MappedFile::wrap(plain, fd, len))
+        let plain = OsRandom::open(path)?;
+        let (fd, len) = (plain.file.as_raw_fd(), plain.len);
+        Ok(super::mapped_read::MappedFile::wrap(Box::new(plain), fd, len))
     }
 
     #[cfg(target_os = "linux")]
