@@ -2,22 +2,24 @@
 # What one write costs the cluster against one server: CPU, context switches and system calls
 # per write, under go-ycsb's load phase.
 #
-#   bash bench/cluster-cost.sh [--records 40000] [--threads 16] [--reps 1]
+#   bash bench/cluster-cost.sh [--records 40000] [--threads 16] [--reps 1] [--replicas 3]
 #                              [--appendfsync always|everysec] [--server-bin PATH] [--out DIR]
 #
 # Each repetition runs, in turn: one strata-server, then the Pegasus shape on loopback
 # (bench/cluster.sh: 5 nodes x 64 partitions x 3 replicas, `--node-timeout 1500` as
-# bench/ycsb-cluster.sh runs it), both with --appendfsync's policy (default always), each
-# loaded by go-ycsb (`load redis`, `redis.datatype=string`, 1 KB records; `redis.mode`
-# single or cluster). Over the whole load it reads each server process's CPU (`utime +
-# stime`) and context switches per thread name from /proc, and, where `perf` can count
-# tracepoints, the fdatasync, sendto and futex calls (`perf stat -p`). One line per run
-# and thread name goes to DIR/cost.tsv (default bench/out/cluster-cost) and stdout, per
-# write: microseconds of CPU, voluntary and involuntary switches; then the run's writes per
-# second and system calls per write. go-ycsb must be built (bench/ycsb-cluster.sh --clients
-# goycsb builds it into ~/.cache/strata-bench); without it, or without redis-cli, the
-# script says so and exits 0. Every process is bounded (`timeout`, `--ttl`) and stopped
-# on exit; traffic stays on 127.0.0.1 (ports 7301, 7001-7005, 8001-8005).
+# bench/ycsb-cluster.sh runs it; `--replicas 1,3` runs the shape once per replica count,
+# named cluster-r1, cluster-r3, to separate a group's own cost from its followers'), all
+# with --appendfsync's policy (default always), each loaded by go-ycsb (`load redis`,
+# `redis.datatype=string`, 1 KB records; `redis.mode` single or cluster). Over the whole
+# load it reads each server process's CPU (`utime + stime`) and context switches per thread
+# name from /proc, and, where `perf` can count tracepoints, the fdatasync, sendto and futex
+# calls (`perf stat -p`). One line per run and thread name goes to DIR/cost.tsv (default
+# bench/out/cluster-cost) and stdout, per write: microseconds of CPU, voluntary and
+# involuntary switches; then the run's writes per second and system calls per write. go-ycsb
+# must be built (bench/ycsb-cluster.sh --clients goycsb builds it into
+# ~/.cache/strata-bench); without it, or without redis-cli, the script says so and exits 0.
+# Every process is bounded (`timeout`, `--ttl`) and stopped on exit; traffic stays on
+# 127.0.0.1 (ports 7301, 7001-7005, 8001-8005).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,15 +27,17 @@ records=40000
 appendfsync=always
 threads=16
 reps=1
+replicas=3
 server_bin=""
 out=bench/out/cluster-cost
-usage() { sed -n '2,21p' "$0"; }
+usage() { sed -n '2,22p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --records) records="$2"; shift 2 ;;
     --appendfsync) appendfsync="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
+    --replicas) replicas="$2"; shift 2 ;;
     --server-bin) server_bin="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -42,6 +46,11 @@ while [ $# -gt 0 ]; do
 done
 for v in "$records" "$threads" "$reps"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "cluster-cost.sh: '$v': expected a positive number" >&2; exit 2; }
+done
+IFS=, read -r -a replica_counts <<< "$replicas"
+[ "${#replica_counts[@]}" -gt 0 ] || { echo "cluster-cost.sh: --replicas '': expected counts such as 3 or 1,3" >&2; exit 2; }
+for r in "${replica_counts[@]}"; do
+  [[ "$r" =~ ^[1-5]$ ]] || { echo "cluster-cost.sh: --replicas '$replicas': '$r' is not a replica count of 1 to 5 (the shape has 5 nodes)" >&2; exit 2; }
 done
 case "$appendfsync" in always|everysec) ;; *) echo "cluster-cost.sh: --appendfsync '$appendfsync': expected always or everysec" >&2; exit 2 ;; esac
 goycsb="${STRATA_BENCH_CACHE:-$HOME/.cache/strata-bench}/go-ycsb/v1.0.3/go-ycsb"
@@ -132,13 +141,16 @@ for rep in $(seq 1 "$reps"); do
   measure single "$rep" 127.0.0.1:7301 "$server_pid"
   kill "$single_pid"; wait "$single_pid" 2>/dev/null || true; single_pid=""
 
-  bash bench/cluster.sh down --dir "$work/cluster" >/dev/null 2>&1 || true
-  rm -rf "$work/cluster"
-  bash bench/cluster.sh up --nodes 5 --partitions 64 --replicas 3 --dir "$work/cluster" \
-    --appendfsync "$appendfsync" --node-timeout 1500 --ttl 900 --server-bin "$server_bin" \
-    > "$work/addrs" 2> "$work/up.err" || { cat "$work/up.err" >&2; exit 1; }
-  mapfile -t pids < <(cat "$work"/cluster/node*/pid)
-  measure cluster "$rep" "$(paste -sd';' "$work/addrs")" "${pids[@]}"
-  bash bench/cluster.sh down --dir "$work/cluster" >/dev/null 2>&1 || true
+  for r in "${replica_counts[@]}"; do
+    name=cluster; [ "${#replica_counts[@]}" -eq 1 ] || name="cluster-r$r"
+    bash bench/cluster.sh down --dir "$work/cluster" >/dev/null 2>&1 || true
+    rm -rf "$work/cluster"
+    bash bench/cluster.sh up --nodes 5 --partitions 64 --replicas "$r" --dir "$work/cluster" \
+      --appendfsync "$appendfsync" --node-timeout 1500 --ttl 900 --server-bin "$server_bin" \
+      > "$work/addrs" 2> "$work/up.err" || { cat "$work/up.err" >&2; exit 1; }
+    mapfile -t pids < <(cat "$work"/cluster/node*/pid)
+    measure "$name" "$rep" "$(paste -sd';' "$work/addrs")" "${pids[@]}"
+    bash bench/cluster.sh down --dir "$work/cluster" >/dev/null 2>&1 || true
+  done
 done
 echo "cluster-cost.sh: $out/cost.tsv" >&2

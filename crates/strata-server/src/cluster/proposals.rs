@@ -13,10 +13,10 @@
 //!
 //! Why joining is safe: each batch was computed under its command's key locks, whose stripes
 //! stay marked until its outcome (`storage::locks`), so two batches in one queue touch the
-//! same key only when the later one is a blind write's (a plain SET, which waits for no mark
-//! and reads nothing); applying them in one engine write in queue order is applying them one
-//! after the other. A batch stays atomic (it is inside one entry), and an entry holds batches
-//! of one group only.
+//! same key only when the later one is a blind write's (a plain SET, SETEX, PSETEX or MSET,
+//! which waits for no mark and reads nothing); applying them in one engine write in queue
+//! order is applying them one after the other. A batch stays atomic (it is inside one
+//! entry), and an entry holds batches of one group only.
 //!
 //! Gathering: the commands an entry answered usually come back with their next batch within
 //! a client round trip. Proposed at once, the batches waiting meanwhile would make one entry

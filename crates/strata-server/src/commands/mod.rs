@@ -57,7 +57,7 @@ pub mod zset_range;
 
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
-use crate::storage::locks::Busy;
+use crate::storage::locks::{Busy, LockTable};
 use errors::{arity_err, unknown_err, CmdError, NOAUTH};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -724,14 +724,11 @@ pub fn refuse_busy(sh: &Shared, conn: &mut Conn, cmd: &Command, out: &mut Out) {
 }
 
 /// The first stripe of a write command's keys that is busy now ([`LockTable::busy`]; for a
-/// blind SET, held by another writer: [`LockTable::busy_blind`]), for the
+/// blind write, held by another writer: [`LockTable::busy_blind`]), for the
 /// connection to wait for as a task before it runs the command (`server::listener`); `None`
 /// when nothing would wait, and for what locks otherwise (a command queued inside MULTI, an
 /// unknown one, one of the wrong arity, one without keys: EXEC and scripts lock for
 /// themselves).
-///
-/// [`LockTable::busy`]: crate::storage::locks::LockTable::busy
-/// [`LockTable::busy_blind`]: crate::storage::locks::LockTable::busy_blind
 pub fn busy_stripe(
     sh: &Shared,
     conn: &Conn,
@@ -746,14 +743,13 @@ pub fn busy_stripe(
         return None;
     }
     let locks = &sh.engine().locks;
-    // A blind SET waits for no mark (`storage::locks`, blind writes).
-    if cmd.name == "set" && strings::blind_set(args) {
-        return locks.busy_blind(&args[1]);
-    }
+    // A blind write waits for no mark (`storage::locks`, blind writes).
+    let busy =
+        if strings::blind_write(cmd.name, args) { LockTable::busy_blind } else { LockTable::busy };
     if !cmd.keys.may_be_several() {
-        return locks.busy(args.get(usize::try_from(cmd.keys.first).ok()?)?);
+        return busy(locks, args.get(usize::try_from(cmd.keys.first).ok()?)?);
     }
-    cmd.keys.positions(args).into_iter().find_map(|i| locks.busy(&args[i]))
+    cmd.keys.positions(args).into_iter().find_map(|i| busy(locks, &args[i]))
 }
 
 /// Runs one command: lookup, auth and arity checks, then its handler; inside MULTI, the

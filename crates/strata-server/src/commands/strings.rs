@@ -111,11 +111,20 @@ fn string_opts(args: &[Vec<u8>], set: bool) -> Result<StringOpts<'_>, CmdError> 
     Ok(o)
 }
 
-/// Whether SET command line `a` writes without reading the key (no NX, XX, GET or KEEPTTL:
-/// `string::set`'s blind write), so its connection need not wait for the key's writes in
-/// flight before running it (`busy_stripe`). A line whose options do not parse is not.
-pub fn blind_set(a: &[Vec<u8>]) -> bool {
-    a.len() >= 3 && string_opts(&a[3..], true).is_ok_and(|o| !(o.nx || o.xx || o.get || o.keepttl))
+/// Whether command `name`'s line `a` writes without reading its keys, so its connection
+/// need not wait for the keys' writes in flight before running it (`busy_stripe`): SET
+/// without NX, XX, GET or KEEPTTL (`string::set`'s blind write; a line whose options do not
+/// parse is not), SETEX, PSETEX and MSET (`string::set_expiring`, `string::set_many`). Each
+/// still reads when `new` keyspace events are wanted, and then waits when it locks.
+pub fn blind_write(name: &str, a: &[Vec<u8>]) -> bool {
+    match name {
+        "set" => {
+            a.len() >= 3
+                && string_opts(&a[3..], true).is_ok_and(|o| !(o.nx || o.xx || o.get || o.keepttl))
+        }
+        "setex" | "psetex" | "mset" => true,
+        _ => false,
+    }
 }
 
 pub fn set(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
@@ -408,7 +417,7 @@ pub fn strlen(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 
 #[cfg(test)]
 mod tests {
-    use super::blind_set;
+    use super::blind_write;
 
     fn line(words: &[&str]) -> Vec<Vec<u8>> {
         words.iter().map(|w| w.as_bytes().to_vec()).collect()
@@ -421,7 +430,7 @@ mod tests {
             &["set", "k", "v", "EX", "10"],
             &["SET", "k", "v", "pxat", "5"],
         ] {
-            assert!(blind_set(&line(blind)), "{blind:?}");
+            assert!(blind_write("set", &line(blind)), "{blind:?}");
         }
         for reads in [
             &["set", "k", "v", "NX"][..],
@@ -431,7 +440,17 @@ mod tests {
             &["set", "k", "v", "EX"],
             &["set", "k"],
         ] {
-            assert!(!blind_set(&line(reads)), "{reads:?}");
+            assert!(!blind_write("set", &line(reads)), "{reads:?}");
+        }
+    }
+
+    #[test]
+    fn setex_psetex_and_mset_are_blind_and_reading_writes_are_not() {
+        assert!(blind_write("setex", &line(&["setex", "k", "10", "v"])));
+        assert!(blind_write("psetex", &line(&["psetex", "k", "10", "v"])));
+        assert!(blind_write("mset", &line(&["mset", "a", "1", "b", "2"])));
+        for reads in ["msetnx", "getset", "setnx", "append", "setrange", "incr", "del"] {
+            assert!(!blind_write(reads, &line(&[reads, "k", "v"])), "{reads}");
         }
     }
 }

@@ -14,9 +14,10 @@
 //! proposed write, as if the earlier one had kept its locks until then. A lock that must wait
 //! (a held stripe, a mark) hands an async worker's other tasks off first.
 //!
-//! A *blind* write, one that reads nothing of the key it writes (a plain SET), locks without
-//! waiting for the marks ([`LockTable::lock_blind`]), and its connection waits before it
-//! only for a writer holding the stripe ([`LockTable::busy_blind`]): it reads no state that could lack an earlier write,
+//! A *blind* write, one that reads nothing of the keys it writes (a plain SET, SETEX, PSETEX,
+//! MSET: `commands::strings::blind_write`), locks without waiting for the marks
+//! ([`LockTable::lock_blind`]), and its connection waits before it only for a writer holding
+//! a stripe ([`LockTable::busy_blind`]): it reads no state that could lack an earlier write,
 //! and its batch still comes after every write of the key proposed before it, since a group
 //! takes its proposals in the order they came and has one entry in flight at a time
 //! (`cluster::proposals`). Its own write marks the stripe as any other, so a later writer
@@ -168,11 +169,14 @@ impl LockTable {
         self.lock_stripes(idx)
     }
 
-    /// Locks the stripe of `key` as [`LockTable::lock`] does but without waiting for the
-    /// marks of writes in flight: for a blind write, which reads nothing of `key` (module
+    /// Locks the stripes of `keys` as [`LockTable::lock`] does but without waiting for the
+    /// marks of writes in flight: for a blind write, which reads nothing of its keys (module
     /// doc). In standalone mode, where no write stays in flight, the same as `lock`.
-    pub fn lock_blind(&self, key: &[u8]) -> Guards<'_> {
-        self.lock_stripes_waiting(vec![self.stripe(key)], false)
+    pub fn lock_blind<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Guards<'a> {
+        let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe(k.as_ref())).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        self.lock_stripes_waiting(idx, false)
     }
 
     /// Locks `key`'s stripe when that cannot deadlock, else `None`: a thread holding no
@@ -354,17 +358,18 @@ mod tests {
         let g = table.lock(&["a"]);
         let marked = table.mark_held();
         drop(g);
-        // Marked, not held: a blind writer goes on, and marks it again for its own write.
-        let g = table.lock_blind(b"a");
+        // Marked, not held: a blind writer (of it and another key: MSET) goes on, and marks
+        // both for its own write.
+        let g = table.lock_blind(&["a", "b"]);
         let second = table.mark_held();
         drop(g);
         marked.release();
-        assert!(table.is_marked(b"a"), "the blind writer's mark stays");
+        assert!(table.is_marked(b"a") && table.is_marked(b"b"), "the blind writer's marks stay");
         second.release();
-        assert!(!table.is_marked(b"a"));
+        assert!(!table.is_marked(b"a") && !table.is_marked(b"b"));
         // Held: the blind writer waits for the holder, as any locker does.
         let g = table.lock(&["a"]);
-        let (t, got) = locker(&table, |t| drop(t.lock_blind(b"a")));
+        let (t, got) = locker(&table, |t| drop(t.lock_blind(&["a"])));
         std::thread::sleep(Duration::from_millis(30));
         assert_eq!(got.load(Ordering::SeqCst), 0, "the blind locker waits for the holder");
         drop(g);
@@ -457,7 +462,7 @@ mod tests {
         assert_eq!(table.busy(b"k"), Some(b), "a mark keeps the stripe busy");
         // Not for a blind write, which waits only for a holder.
         assert_eq!(table.busy_blind(b"k"), None, "a mark alone does not stop a blind write");
-        let g = table.lock_blind(b"k");
+        let g = table.lock_blind(&["k"]);
         let blind = table.busy_blind(b"k").expect("held");
         rt.block_on(async {
             let wait = table.until_free(blind);

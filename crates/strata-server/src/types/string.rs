@@ -5,6 +5,7 @@ use super::keyspace::Keyspace;
 use super::metadata::{Kind, Meta, Payload};
 use super::notify::{EXPIRED, GENERIC, NEW, STRING};
 use super::number::parse_int_strict;
+use crate::storage::locks::Guards;
 use strata::WriteBatch;
 
 /// Writes `value` as the string at `key`, expiring at `expire_ms` (0: never), in place of
@@ -80,7 +81,7 @@ pub fn set(
         && expiry != Expiry::Keep
         && !need_string
         && !ks.notifier.wants(NEW | EXPIRED);
-    let _g = if blind { ks.store.locks.lock_blind(key) } else { ks.store.locks.lock(&[key]) };
+    let _g = lock_for(ks, &[key], blind);
     let old = if blind { None } else { ks.meta(key)? };
     if need_string && old.as_ref().is_some_and(|m| m.kind != Kind::String) {
         return Err(TypeError::WrongType);
@@ -110,9 +111,20 @@ pub fn set(
     Ok(SetOutcome { written: true, old })
 }
 
+/// Locks `keys` for a write, without waiting for the marks of writes in flight when the
+/// write is `blind` (reads nothing of them: `storage::locks`, blind writes).
+fn lock_for<'a>(ks: &'a Keyspace, keys: &[&[u8]], blind: bool) -> Guards<'a> {
+    if blind {
+        ks.store.locks.lock_blind(keys)
+    } else {
+        ks.store.locks.lock(keys)
+    }
+}
+
 /// SETEX: writes `value` at `key`, expiring at `expire_ms`, whatever the key held.
 pub fn set_expiring(ks: &Keyspace, key: &[u8], value: Vec<u8>, expire_ms: u64) -> Result<()> {
-    let _g = ks.store.locks.lock(&[key]);
+    // It reads the key only to raise `new` (`would_create`): otherwise a blind write.
+    let _g = lock_for(ks, &[key], !ks.notifier.wants(NEW));
     let created = ks.would_create(key)?;
     put(ks, key, value, expire_ms)?;
     ks.notify_new(created, key);
@@ -138,7 +150,8 @@ pub fn get_del(ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
 /// `if_none_exist` (MSETNX) only if no key of them exists. Whether it wrote.
 pub fn set_many(ks: &Keyspace, pairs: &[(&[u8], &[u8])], if_none_exist: bool) -> Result<bool> {
     let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-    let _g = ks.store.locks.lock(&keys);
+    // MSET reads its keys only to raise `new`: otherwise a blind write.
+    let _g = lock_for(ks, &keys, !if_none_exist && !ks.notifier.wants(NEW));
     if if_none_exist {
         for k in &keys {
             if ks.meta(k)?.is_some() {

@@ -269,8 +269,9 @@ pub(super) fn leader_of(ports: &[u16], key: &str) -> u16 {
 /// A leader's writes are proposed and their replies wait for the commit without holding a
 /// thread (`storage::pending`): a connection's later commands still see its earlier writes
 /// (pipelined, so they run before the first reply goes out), and writers of one key from
-/// many connections still take turns (each INCR counted once); a pipelined transaction's
-/// EXEC is one proposal, and WATCH works across connections.
+/// many connections still take turns (each INCR counted once), and blind writes of one key
+/// (no mark waited for) keep each writer's order; a pipelined transaction's EXEC is one
+/// proposal, and WATCH works across connections.
 #[test]
 fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
     let root = tempfile::tempdir().unwrap();
@@ -335,6 +336,54 @@ fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
         Raw::connect(leader).cmd(&["GET", "{w}n"]),
         Reply::bulk(&(THREADS * EACH).to_string())
     );
+
+    // Blind writes of one hot key (SET, SETEX, PSETEX, MSET: they wait for no mark of the
+    // key's writes in flight), pipelined with reads from many connections: a connection
+    // reads its own latest write or another's, and never a writer's value older than one it
+    // has seen (each writer's writes are applied in their order, after every write proposed
+    // before them).
+    const BLIND: usize = 60;
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let own = format!("{{w}}o{t}");
+                let mut pipe = Vec::new();
+                for i in 1..=BLIND {
+                    let v = format!("{t}:{i}");
+                    let write: Vec<&str> = match i % 4 {
+                        0 => vec!["SET", "{w}h", &v],
+                        1 => vec!["SETEX", "{w}h", "100", &v],
+                        2 => vec!["PSETEX", "{w}h", "100000", &v],
+                        _ => vec!["MSET", "{w}h", &v, &own, &v],
+                    };
+                    let a: Vec<&[u8]> = write.iter().map(|s| s.as_bytes()).collect();
+                    pipe.extend(Raw::encode(&a));
+                    pipe.extend(Raw::encode(&[b"GET", b"{w}h"]));
+                }
+                let mut c = Raw::connect(leader);
+                c.send_raw(&pipe);
+                let mut seen = [0usize; THREADS];
+                for i in 1..=BLIND {
+                    assert_eq!(c.read(), Reply::Simple("OK".into()), "connection {t}, write {i}");
+                    let Reply::Bulk(v) = c.read() else { panic!("connection {t}: GET {{w}}h") };
+                    let v = String::from_utf8(v).unwrap();
+                    let (u, j) = v.split_once(':').unwrap();
+                    let (u, j): (usize, usize) = (u.parse().unwrap(), j.parse().unwrap());
+                    assert!(u != t || j == i, "connection {t} wrote {t}:{i}, then read {v}");
+                    assert!(j >= seen[u], "connection {t} read {v} after {u}:{}", seen[u]);
+                    seen[u] = j;
+                }
+                let mut last = BLIND;
+                while last % 4 != 3 {
+                    last -= 1;
+                }
+                assert_eq!(c.cmd(&["GET", &own]), Reply::bulk(&format!("{t}:{last}")));
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
 
     // A transaction, pipelined: EXEC's batch is one proposal its connection waits for before
     // the next command, which sees it; a WATCH broken by another connection aborts EXEC.
