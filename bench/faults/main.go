@@ -387,7 +387,17 @@ func workload(ctx context.Context, rdb *redis.ClusterClient, cfg config, c int, 
 			r.Op = "set"
 			// Unique across the run: reads name the write they saw.
 			r.Value = fmt.Sprintf("c%d-%d", c, seq)
-			err = rdb.Set(ctx, key, r.Value, 0).Err()
+			// SET, SETEX with a time past the run's end, or MSET of the one key: to the model
+			// each is a set, and each is a blind write on the server (it waits for no earlier
+			// write of the key to be applied, only comes after it in its group's order).
+			switch seq % 3 {
+			case 0:
+				err = rdb.Set(ctx, key, r.Value, 0).Err()
+			case 1:
+				err = rdb.SetEx(ctx, key, r.Value, 24*time.Hour).Err()
+			default:
+				err = rdb.MSet(ctx, key, r.Value).Err()
+			}
 		}
 		r.Return = clk.now()
 		var unknown *outcomeUnknown
