@@ -270,8 +270,9 @@ pub(super) fn leader_of(ports: &[u16], key: &str) -> u16 {
 /// thread (`storage::pending`): a connection's later commands still see its earlier writes
 /// (pipelined, so they run before the first reply goes out), and writers of one key from
 /// many connections still take turns (each INCR counted once), and blind writes of one key
-/// (no mark waited for) keep each writer's order; a pipelined transaction's EXEC is one
-/// proposal, and WATCH works across connections.
+/// (no mark waited for) keep each writer's order and come after the key's writes in flight
+/// when they were proposed; a pipelined transaction's EXEC is one proposal, and WATCH works
+/// across connections.
 #[test]
 fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
     let root = tempfile::tempdir().unwrap();
@@ -382,6 +383,35 @@ fn writes_in_flight_are_seen_by_their_connection_and_taken_in_turn_on_a_key() {
         })
         .collect();
     for t in threads {
+        t.join().unwrap();
+    }
+
+    // A blind write proposed while a read-modify-write of its key is in flight comes after
+    // it: while seven connections INCR one key, an eighth SETs it to ever larger bases and
+    // reads it back; a read below the base it just set would be an INCR computed before the
+    // SET but applied after it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let incrs: Vec<_> = (1..THREADS)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(leader);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    assert!(matches!(c.cmd(&["INCR", "{w}c"]), Reply::Int(_)));
+                }
+            })
+        })
+        .collect();
+    let mut c0 = Raw::connect(leader);
+    for r in 1..=600i64 {
+        let base = r * 1_000_000;
+        assert_eq!(c0.cmd(&["SET", "{w}c", &base.to_string()]), Reply::Simple("OK".into()));
+        let Reply::Bulk(v) = c0.cmd(&["GET", "{w}c"]) else { panic!("GET {{w}}c") };
+        let v: i64 = String::from_utf8(v).unwrap().parse().unwrap();
+        assert!(v >= base, "set {base}, then read {v}: an earlier INCR applied after the SET");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in incrs {
         t.join().unwrap();
     }
 
