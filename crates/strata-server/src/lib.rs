@@ -117,7 +117,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     let mut shared = Shared::new(dbs.clone(), cfg.clone(), port).with_names(names);
     if let Some(r) = &running {
         shared = shared.with_router(r.node.clone());
-        r.apply.track_with(shared.tracking.clone());
+        r.track_with(shared.tracking.clone());
     }
     let sh = Arc::new(shared);
     load_users(&sh, &cfg)?;

@@ -124,6 +124,8 @@ struct Inner {
 pub struct Tracking {
     /// Clients with tracking on: every command's look, without the lock.
     on: AtomicUsize,
+    /// Of those, the ones with NOLOOP ([`Tracking::any_noloop`]).
+    noloop: AtomicUsize,
     max_keys: AtomicUsize,
     inner: Mutex<Inner>,
     /// Held while the notifier is told whether anyone tracks ([`Tracking::announce`]).
@@ -147,6 +149,7 @@ impl Tracking {
     pub fn new(max_keys: usize) -> Tracking {
         Tracking {
             on: AtomicUsize::new(0),
+            noloop: AtomicUsize::new(0),
             max_keys: AtomicUsize::new(max_keys),
             inner: Mutex::new(Inner::default()),
             announcing: Mutex::new(()),
@@ -166,6 +169,13 @@ impl Tracking {
     #[inline]
     pub fn active(&self) -> bool {
         self.on.load(Ordering::Acquire) > 0
+    }
+
+    /// Whether some tracking client has NOLOOP: in cluster mode a node then names the writer
+    /// of each batch in the entries it proposes (`cluster::apply`), so that client's own
+    /// changes can be left untold. Its own command sees its CLIENT TRACKING's effect.
+    pub fn any_noloop(&self) -> bool {
+        self.noloop.load(Ordering::Acquire) > 0
     }
 
     /// Whether any client tracks, looked at by a write once it is visible to other clients.
@@ -235,6 +245,13 @@ impl Tracking {
         });
         client.redirect = opts.redirect;
         client.bcast = opts.bcast;
+        if client.noloop != opts.noloop {
+            if opts.noloop {
+                self.noloop.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.noloop.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
         client.noloop = opts.noloop;
         client.target_gone = false;
         if opts.bcast {
@@ -251,6 +268,9 @@ impl Tracking {
         let mut inner = self.inner.lock();
         let Some(client) = inner.clients.remove(&id) else { return };
         self.on.fetch_sub(1, Ordering::AcqRel);
+        if client.noloop {
+            self.noloop.fetch_sub(1, Ordering::AcqRel);
+        }
         for p in &client.prefixes {
             if let Some(ids) = inner.prefixes.get_mut(p) {
                 ids.remove(&id);
@@ -481,6 +501,25 @@ mod tests {
         t.invalidate(None, &[b"k"]);
         assert_eq!(own.try_recv().unwrap(), Delivery::RedirectBroken(9));
         assert!(t.info(1).unwrap().broken);
+    }
+
+    #[test]
+    fn the_noloop_clients_are_counted_as_they_turn_it_on_and_off() {
+        let t = Tracking::default();
+        assert!(!t.any_noloop());
+        t.enable(1, &Options::default()).unwrap();
+        assert!(!t.any_noloop());
+        t.enable(1, &Options { noloop: true, ..Options::default() }).unwrap();
+        t.enable(2, &Options { noloop: true, bcast: true, ..Options::default() }).unwrap();
+        // Again with NOLOOP: still one client.
+        t.enable(1, &Options { noloop: true, ..Options::default() }).unwrap();
+        t.enable(2, &Options { bcast: true, ..Options::default() }).unwrap();
+        assert!(t.any_noloop());
+        t.disable(1);
+        assert!(!t.any_noloop());
+        t.enable(3, &Options { noloop: true, ..Options::default() }).unwrap();
+        t.drop_client(3);
+        assert!(!t.any_noloop());
     }
 
     #[test]

@@ -3,13 +3,23 @@
 //! applied as it is, in the same engine batch as the group's applied id.
 //!
 //! ```text
-//!  entry:  metadata id u32LE | subkey id u32LE | zscore id u32LE | write batch (its format)
+//!  entry:    [writers] metadata id u32LE | subkey id u32LE | zscore id u32LE | write batch
+//!  writers:  fd ff ff ff | proposer node u64LE | batches u32LE
+//!            | per batch, in the write batch's order: client id u64LE (0: the server's own
+//!              write) | records u32LE
 //! ```
 //!
 //! The ids are the proposer's for its three data families: a batch's records name families
 //! by id, and nodes need not give them the same ones (a family's id comes from the DB's
 //! history), so a replica moves each record into its own family of the same name
 //! (`WriteBatch::append_remapped`).
+//!
+//! The writers part is there only while a client of the proposer tracks with NOLOOP
+//! (`Tracking::any_noloop`): it says which client's command wrote each run of the batch's
+//! records (an entry joins several commands' batches, `super::proposals`), so that the
+//! proposer, applying the entry, does not tell a NOLOOP client of its own changes. Client ids
+//! are the proposer's own: other nodes apply the entry as if it had no writers part. Its
+//! first four bytes are no family id's, nor a control or ingest entry's.
 //!
 //! What it checks and keeps:
 //! - The entry decodes (header, then `WriteBatch::from_data`, which validates every record),
@@ -39,7 +49,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use strata::{Db, WriteBatch};
-use strata_replication::{Apply, GroupId, KeyRange};
+use strata_replication::{Apply, GroupId, KeyRange, NodeId};
 use tokio::sync::watch;
 
 use super::ingest;
@@ -47,6 +57,7 @@ use super::map::{self, ClusterMap, META};
 use super::outbox;
 use super::ownership::{self, decode_control, Change, Op, Ownership, State};
 use super::partitions::Partitions;
+use super::proposals::Writers;
 use crate::filing::Filing;
 use crate::slots::SLOTS;
 use crate::storage::moving::encode_changes;
@@ -61,8 +72,9 @@ thread_local! {
     /// recorded in memory once its write is done.
     static OWNED: std::cell::Cell<Option<(u16, u16, Change)>> =
         const { std::cell::Cell::new(None) };
-    /// What the data entry being applied on this thread changed, for client-side caching:
-    /// told once its write is done.
+    /// What the data entry being applied on this thread changed, for client-side caching
+    /// (each user key with the client that changed it, when the entry says): told once its
+    /// write is done.
     static CHANGED: std::cell::RefCell<Changed> =
         const { std::cell::RefCell::new(Changed::Nothing) };
 }
@@ -71,8 +83,9 @@ thread_local! {
 enum Changed {
     /// No data entry (a control or ingest entry: these tell clients to flush, or nothing).
     Nothing,
-    /// The user keys of its records, noted while some client tracked.
-    Keys(Vec<Vec<u8>>),
+    /// The user keys of its records and their writers (the clients of this node whose
+    /// commands wrote them, where the entry names them), noted while some client tracked.
+    Keys(Vec<(Vec<u8>, Option<u64>)>),
     /// Applied while no client tracked: one that tracks once it is written began in
     /// between, and may have read a key the entry changed, which nobody noted.
     Unnoted,
@@ -81,19 +94,41 @@ enum Changed {
 /// Collects the user keys a batch's records belong to: a metadata record's key is
 /// `lead | user key`, a sub-key's and a score index entry's `lead | key_len | user key | ...`
 /// (`types::subkey`). `ids`: the metadata, sub-key and score families' ids in the batch.
+/// Each key goes with the writer of its record: `writers` gives them run by run, in record
+/// order (empty: no writer for any).
 struct ChangedKeys {
     filing: Filing,
     ids: [u32; 3],
-    keys: Vec<Vec<u8>>,
+    keys: Vec<(Vec<u8>, Option<u64>)>,
+    writers: std::vec::IntoIter<(Option<u64>, u32)>,
+    /// The writer of the current run and how many of its records are left.
+    run: (Option<u64>, u32),
 }
 
 impl ChangedKeys {
+    fn new(filing: Filing, ids: [u32; 3], writers: Writers) -> Self {
+        ChangedKeys { filing, ids, keys: Vec::new(), writers: writers.into_iter(), run: (None, 0) }
+    }
+
+    /// The writer of the next record.
+    fn writer(&mut self) -> Option<u64> {
+        while self.run.1 == 0 {
+            match self.writers.next() {
+                Some(run) => self.run = run,
+                None => return None,
+            }
+        }
+        self.run.1 -= 1;
+        self.run.0
+    }
+
     fn take(&mut self, cf: u32, key: &[u8]) {
+        let writer = self.writer();
         if cf == self.ids[0] {
-            self.keys.push(key[self.filing.len().min(key.len())..].to_vec());
+            self.keys.push((key[self.filing.len().min(key.len())..].to_vec(), writer));
         } else if self.ids[1..].contains(&cf) {
             if let Some(parts) = crate::types::subkey::decode(self.filing, key) {
-                self.keys.push(parts.key.to_vec());
+                self.keys.push((parts.key.to_vec(), writer));
             }
         }
     }
@@ -108,6 +143,10 @@ impl strata::WriteBatchIteratorCf for ChangedKeys {
     }
     fn merge_cf(&mut self, cf: u32, key: &[u8], _: &[u8]) {
         self.take(cf, key);
+    }
+    fn delete_range_cf(&mut self, _: u32, _: &[u8], _: &[u8]) {
+        // Names no key (the entry tells every client to flush), but is one writer's record.
+        self.writer();
     }
 }
 
@@ -133,14 +172,57 @@ impl strata::WriteBatchIteratorCf for DueNotes<'_> {
 /// Bytes of an entry's header: the proposer's three family ids.
 const HEADER: usize = 12;
 
-/// The entry that replicates `batch`, a command's writes to `store`'s data families.
-pub fn encode_proposal(store: &Store, batch: &WriteBatch) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + batch.data().len());
+/// The first bytes of an entry's writers part (module doc).
+const WRITERS: [u8; 4] = [0xfd, 0xff, 0xff, 0xff];
+
+/// The entry that replicates `batch`, commands' writes to `store`'s data families; with
+/// `writers`, the proposing node and the writer of each run of its records (module doc).
+pub fn encode_proposal(
+    store: &Store,
+    batch: &WriteBatch,
+    writers: Option<(NodeId, &Writers)>,
+) -> Vec<u8> {
+    let named = writers.map_or(0, |(_, w)| 16 + 12 * w.len());
+    let mut out = Vec::with_capacity(named + HEADER + batch.data().len());
+    if let Some((node, writers)) = writers {
+        out.extend_from_slice(&WRITERS);
+        out.extend_from_slice(&node.to_le_bytes());
+        out.extend_from_slice(&(writers.len() as u32).to_le_bytes());
+        for (client, records) in writers {
+            out.extend_from_slice(&client.unwrap_or(0).to_le_bytes());
+            out.extend_from_slice(&records.to_le_bytes());
+        }
+    }
     for cf in [&store.meta_cf, &store.sub_cf, &store.score_cf] {
         out.extend_from_slice(&cf.id().to_le_bytes());
     }
     out.extend_from_slice(batch.data());
     out
+}
+
+/// An entry's writers part: the node that proposed it and its batches' writers.
+type Named = (NodeId, Writers);
+
+/// An entry's writers part, if it has one, and the rest of the entry; or why the part is
+/// damaged.
+fn split_writers(entry: &[u8]) -> Result<(Option<Named>, &[u8]), String> {
+    let Some(rest) = entry.strip_prefix(&WRITERS) else { return Ok((None, entry)) };
+    let short = || format!("its writers part is cut short ({} bytes in all)", entry.len());
+    let (node, rest) = rest.split_first_chunk::<8>().ok_or_else(short)?;
+    let (n, mut rest) = rest.split_first_chunk::<4>().ok_or_else(short)?;
+    let n = u32::from_le_bytes(*n) as usize;
+    if rest.len() / 12 < n {
+        return Err(short());
+    }
+    let mut writers = Writers::with_capacity(n);
+    for _ in 0..n {
+        let (client, tail) = rest.split_first_chunk::<8>().ok_or_else(short)?;
+        let (records, tail) = tail.split_first_chunk::<4>().ok_or_else(short)?;
+        let client = u64::from_le_bytes(*client);
+        writers.push(((client != 0).then_some(client), u32::from_le_bytes(*records)));
+        rest = tail;
+    }
+    Ok((Some((u64::from_le_bytes(*node), writers)), rest))
 }
 
 /// Applies committed write batches to a node's store.
@@ -158,14 +240,18 @@ pub struct ServerApply {
     /// The server's client-side caching, told of every change a data entry makes (set once
     /// the server's state exists; no client tracks before).
     tracking: OnceLock<Arc<Tracking>>,
+    /// This node's id: the entries it proposed name its clients as their writers.
+    me: OnceLock<NodeId>,
 }
 
 impl ServerApply {
     /// Tells `tracking` of every change the data entries make from now on (every replica
     /// applies every entry, so a tracking client hears of a change whichever node it reads
-    /// from). Set once; a second call changes nothing.
-    pub fn track_with(&self, tracking: Arc<Tracking>) {
+    /// from), but a NOLOOP client's own changes in the entries node `me` (this one)
+    /// proposed. Set once; a second call changes nothing.
+    pub fn track_with(&self, tracking: Arc<Tracking>, me: NodeId) {
         let _ = self.tracking.set(tracking);
+        let _ = self.me.set(me);
     }
 
     /// The state machine of `store`'s groups, the slots split into `partitions`, writing
@@ -184,8 +270,8 @@ impl ServerApply {
         let (maps, _) = watch::channel(stored);
         let ownership = Arc::new(Ownership::load(&store, partitions)?);
         let pending_map = Mutex::new(None);
-        let tracking = OnceLock::new();
-        Ok(ServerApply { store, partitions, ownership, maps, pending_map, scratch, tracking })
+        let (tracking, me) = (OnceLock::new(), OnceLock::new());
+        Ok(ServerApply { store, partitions, ownership, maps, pending_map, scratch, tracking, me })
     }
 
     /// A partition's data was replaced or deleted without naming its keys (an install, a
@@ -274,6 +360,8 @@ impl Apply for ServerApply {
             }
             return Ok(reply);
         }
+        let (writers, command) =
+            split_writers(command).map_err(|e| format!("entry {index} of {group}: {e}"))?;
         let Some((header, data)) = command.split_first_chunk::<HEADER>() else {
             return Err(format!(
                 "entry {index} of {group} is {} bytes, shorter than its header",
@@ -287,6 +375,25 @@ impl Apply for ServerApply {
             [&self.store.meta_cf, &self.store.sub_cf, &self.store.score_cf].map(|cf| cf.id());
         let b = WriteBatch::try_from_data(data)
             .map_err(|e| format!("entry {index} of {group} is not a write batch: {e}"))?;
+        // The writers are this node's clients only where it proposed the entry.
+        let writers = match writers {
+            Some((node, w)) => {
+                let records: u64 = w.iter().map(|(_, n)| u64::from(*n)).sum();
+                if records != b.len() as u64 {
+                    return Err(format!(
+                        "entry {index} of {group} names writers of {records} records, \
+                         its batch has {}",
+                        b.len()
+                    ));
+                }
+                if self.me.get() == Some(&node) {
+                    w
+                } else {
+                    Writers::new()
+                }
+            }
+            None => Writers::new(),
+        };
         // Every key is filed under the group's partition; a range deletion ends inside it.
         let (_, bound) = filing.span();
         for (k, end) in b.keys() {
@@ -337,7 +444,7 @@ impl Apply for ServerApply {
             .map_err(|e| format!("entry {index} of {group}: {e}"))?;
         b.iterate_cf(&mut DueNotes { store: &self.store, meta: theirs[0] });
         let changed = if self.tracking.get().is_some_and(|t| t.active()) {
-            let mut changed = ChangedKeys { filing, ids: theirs, keys: Vec::new() };
+            let mut changed = ChangedKeys::new(filing, theirs, writers);
             b.iterate_cf(&mut changed);
             Changed::Keys(changed.keys)
         } else {
@@ -405,11 +512,11 @@ impl Apply for ServerApply {
         }
         let Some(t) = self.tracking.get().filter(|_| written) else { return };
         match changed {
-            Changed::Keys(mut keys) if !keys.is_empty() => {
-                keys.sort_unstable();
-                keys.dedup();
-                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                t.invalidate(None, &keys);
+            Changed::Keys(keys) if !keys.is_empty() => {
+                for (by, keys) in by_writer(keys) {
+                    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                    t.invalidate(by, &keys);
+                }
             }
             // A client that began tracking while the entry was applied is told to flush.
             Changed::Unnoted if t.active_after_write() => t.flush(),
@@ -441,6 +548,29 @@ impl Apply for ServerApply {
             self.forget_cached();
         }
     }
+}
+
+/// An entry's changed keys grouped by who changed them, each key once, in byte order within
+/// a group: a key only one client wrote goes with that client, one that several wrote (or
+/// the server, or a writer the entry did not name) with none, so every other NOLOOP client
+/// is told of it.
+fn by_writer(mut keys: Vec<(Vec<u8>, Option<u64>)>) -> Vec<(Option<u64>, Vec<Vec<u8>>)> {
+    keys.sort_unstable();
+    let mut groups: Vec<(Option<u64>, Vec<Vec<u8>>)> = Vec::new();
+    let mut keys = keys.into_iter().peekable();
+    while let Some((key, first)) = keys.next() {
+        let mut by = first;
+        while let Some((_, other)) = keys.next_if(|(k, _)| *k == key) {
+            if other != by {
+                by = None;
+            }
+        }
+        match groups.iter_mut().find(|(b, _)| *b == by) {
+            Some((_, g)) => g.push(key),
+            None => groups.push((by, vec![key])),
+        }
+    }
+    groups
 }
 
 #[cfg(test)]
@@ -495,12 +625,109 @@ mod tests {
         b.put_cf(&*store.meta_cf, stored(b"never"), string(0));
         b.put_cf(&*store.sub_cf, stored(b"sub"), string(due));
         assert_eq!(store.due.len(), 0);
-        assert_eq!(apply(&a, p, 1, &encode_proposal(&store, &b)), "");
+        assert_eq!(apply(&a, p, 1, &encode_proposal(&store, &b, None)), "");
         assert_eq!(store.due.len(), 2);
         let taken = store.due.take_due(due + 1, 10);
         let mut keys: Vec<_> = taken.iter().map(|(_, at)| at.clone()).collect();
         keys.sort();
         assert_eq!(keys, vec![stored(b"later"), stored(b"soon")]);
+    }
+
+    /// NOLOOP in cluster mode: in an entry this node proposed, a NOLOOP client hears of
+    /// the keys other writers changed, also of a key it and another both wrote, and not of
+    /// those only it wrote; a client without NOLOOP hears of all. The same entry from another
+    /// node names that node's clients, not this one's: everyone hears of everything.
+    #[test]
+    fn a_noloop_client_is_not_told_of_its_own_changes_in_this_nodes_entries() {
+        use crate::pubsub::Delivery;
+        use crate::tracking::Options;
+        use std::collections::{BTreeMap, BTreeSet};
+        use tokio::sync::mpsc::UnboundedReceiver;
+        type Queues = BTreeMap<u64, UnboundedReceiver<Delivery>>;
+        fn told(queues: &mut Queues, id: u64) -> BTreeSet<Vec<u8>> {
+            let rx = queues.get_mut(&id).unwrap();
+            let mut keys = BTreeSet::new();
+            while let Ok(d) = rx.try_recv() {
+                let Delivery::Invalidate { keys: Some(k), .. } = d else { panic!("{d:?}") };
+                keys.extend(k.iter().cloned());
+            }
+            keys
+        }
+        let (dir, store) = crate::cluster::testing::store();
+        let a = ServerApply::new(store.clone(), Partitions::new(4).unwrap(), dir.path().join("s"))
+            .unwrap();
+        let tracking = Arc::new(Tracking::default());
+        a.track_with(tracking.clone(), 1);
+        let mut queues = Queues::new();
+        for (id, noloop) in [(7u64, true), (8, true), (9, false)] {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            tracking.add_queue(id, tx);
+            tracking.enable(id, &Options { noloop, ..Options::default() }).unwrap();
+            queues.insert(id, rx);
+        }
+        let p = 1u16;
+        let stored = |rest: &[u8]| [&p.to_be_bytes()[..], &5000u16.to_be_bytes(), rest].concat();
+        let string = |v: &[u8]| crate::types::metadata::Meta::encode_string(v, 0);
+        // Client 7 writes k1, client 8 k2 and k3, then 7 k3 again; the server deletes k4.
+        let mut b = WriteBatch::new();
+        b.put_cf(&*store.meta_cf, stored(b"k1"), string(b"a"));
+        b.put_cf(&*store.meta_cf, stored(b"k2"), string(b"b"));
+        b.put_cf(&*store.meta_cf, stored(b"k3"), string(b"c"));
+        b.put_cf(&*store.meta_cf, stored(b"k3"), string(b"d"));
+        b.delete_cf(&*store.meta_cf, stored(b"k4"));
+        let writers: Writers = vec![(Some(7), 1), (Some(8), 2), (Some(7), 1), (None, 1)];
+        let all = [b"k1", b"k2", b"k3", b"k4"];
+        let set = |ks: &[&[u8; 2]]| ks.iter().map(|k| k.to_vec()).collect::<BTreeSet<_>>();
+        for (index, proposer) in [(1, 1u64), (2, 2)] {
+            for id in [7, 8, 9] {
+                tracking.remember(id, &all.map(|k| &k[..]));
+            }
+            let entry = encode_proposal(&store, &b, Some((proposer, &writers)));
+            assert_eq!(apply(&a, p, index, &entry), "");
+            if proposer == 1 {
+                assert_eq!(told(&mut queues, 7), set(&[b"k2", b"k3", b"k4"]));
+                assert_eq!(told(&mut queues, 8), set(&[b"k1", b"k3", b"k4"]));
+            } else {
+                assert_eq!(told(&mut queues, 7), set(&all), "another node's client ids");
+                assert_eq!(told(&mut queues, 8), set(&all), "another node's client ids");
+            }
+            assert_eq!(told(&mut queues, 9), set(&all));
+        }
+        assert_eq!(store.db.get_cf(&*store.meta_cf, stored(b"k3")).unwrap(), Some(string(b"d")));
+        // A writers part that is cut short, or counts other records than the batch's: the
+        // entry is refused (an apply error), nothing applied.
+        let entry = encode_proposal(&store, &b, Some((1, &writers)));
+        let mut out = WriteBatch::new();
+        let e = a.apply(&store.db, GroupId(1), 3, &entry[..20], &mut out).unwrap_err();
+        assert!(e.contains("entry 3 of") && e.contains("writers part is cut short"), "{e}");
+        let short: Writers = vec![(Some(7), 1), (Some(8), 2)];
+        let entry = encode_proposal(&store, &b, Some((1, &short)));
+        let e = a.apply(&store.db, GroupId(1), 3, &entry, &mut out).unwrap_err();
+        assert!(e.contains("names writers of 3 records, its batch has 5"), "{e}");
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn keys_written_by_several_writers_go_with_none() {
+        let k = |s: &str| s.as_bytes().to_vec();
+        let keys = vec![
+            (k("b"), Some(1)),
+            (k("a"), Some(1)),
+            (k("c"), Some(2)),
+            (k("b"), Some(2)),
+            (k("d"), None),
+            (k("a"), Some(1)),
+            (k("e"), Some(2)),
+        ];
+        let groups = by_writer(keys);
+        assert_eq!(
+            groups,
+            vec![
+                (Some(1), vec![k("a")]),
+                (None, vec![k("b"), k("d")]),
+                (Some(2), vec![k("c"), k("e")])
+            ]
+        );
     }
 
     /// A partition's snapshot installed brings its keys unnoted: a gap in the due index, so
@@ -562,7 +789,7 @@ mod tests {
         b.put_cf(&*store.meta_cf, stored(slot, b"k"), b"v");
         b.put_cf(&*store.meta_cf, stored(11, b"k"), b"other slot");
         b.delete_cf(&*store.sub_cf, stored(slot, b"gone"));
-        assert_eq!(apply(&a, s, 2, &encode_proposal(&store, &b)), "");
+        assert_eq!(apply(&a, s, 2, &encode_proposal(&store, &b, None)), "");
         let (last, changes) = outbox::page(&store, s, slot, 0, 100).unwrap();
         assert_eq!(last, 2);
         assert_eq!(

@@ -31,7 +31,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
@@ -46,11 +46,12 @@ use super::map::{ClusterMap, MapNode, NodeState, META};
 use super::moves::Gates;
 use super::ownership::{Ownership, State};
 use super::partitions::Partitions;
-use super::proposals::{Done, Proposals};
+use super::proposals::{Done, Proposals, Writers};
 use super::spec::NodeAddrs;
 use crate::routing::{Admission, Layout, NodeInfo, Route, Router, SlotRange};
-use crate::storage::pending::{off_worker, Settlement};
+use crate::storage::pending::{self, off_worker, Settlement};
 use crate::storage::{Replicate, Store};
+use crate::tracking::Tracking;
 
 /// Redis Cluster's reply when no node is known to serve a slot's partition now.
 const DOWN: &str = "CLUSTERDOWN The cluster is down";
@@ -128,6 +129,9 @@ pub struct ClusterNode {
     pub(super) ownership: Arc<Ownership>,
     /// The writes under way per slot, and the slots being frozen (`super::moves`).
     pub(super) gates: Arc<Gates>,
+    /// The server's client-side caching: while a client tracks with NOLOOP, the entries
+    /// proposed here name each batch's writer (`super::apply`).
+    tracking: OnceLock<Arc<Tracking>>,
 }
 
 /// Why a proposal failed: Raft's error, or the entry was applied as a refusal (a write to a
@@ -192,7 +196,19 @@ impl ClusterNode {
             proposals: Proposals::default(),
             ownership,
             gates: Arc::new(Gates::default()),
+            tracking: OnceLock::new(),
         }
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.raft.id()
+    }
+
+    /// Names the writers of the entries proposed here while a client of `tracking` has
+    /// NOLOOP (`super::apply`). Set once; a second call changes nothing.
+    pub fn track_with(&self, tracking: Arc<Tracking>) {
+        let _ = self.tracking.set(tracking);
     }
 
     /// Works from `map` from now on (a newer map than the one it has; an older one is
@@ -492,8 +508,13 @@ impl Replicate for ClusterNode {
             r => done.settle(r.map_err(|e| reply_for(&clients, slot, &e))),
         });
         let (store, timeout, group) = (self.store.clone(), self.timeout, replica.group());
-        let send = move |joined: WriteBatch| {
-            let (replica, data) = (replica.clone(), encode_proposal(&store, &joined));
+        // The writer matters only to a NOLOOP client of this node (`super::apply`).
+        let writer =
+            pending::writer().filter(|_| self.tracking.get().is_some_and(|t| t.any_noloop()));
+        let me = self.raft.id();
+        let send = move |joined: WriteBatch, writers: Writers| {
+            let named = writers.iter().any(|(w, _)| w.is_some()).then_some((me, &writers));
+            let (replica, data) = (replica.clone(), encode_proposal(&store, &joined, named));
             async move {
                 match tokio::time::timeout(timeout, replica.write(data)).await {
                     // An error reply: the entry was applied as a refusal, writing nothing.
@@ -508,7 +529,7 @@ impl Replicate for ClusterNode {
         let lost = || {
             Proposed::Raft(RaftError::Timeout("the write to commit: its proposer stopped".into()))
         };
-        self.proposals.propose(&self.runtime, group, batch, done, send, lost);
+        self.proposals.propose(&self.runtime, group, batch, writer, done, send, lost);
     }
 }
 

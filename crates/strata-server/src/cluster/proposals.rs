@@ -86,8 +86,14 @@ pub const HOLD_SHARE: u32 = 3;
 /// Where a batch's entry's outcome goes.
 pub type Done<E> = Box<dyn FnOnce(Result<(), Arc<E>>) + Send>;
 
-/// A command's batch waiting for its entry, and where its outcome goes.
-type Pending<E> = (WriteBatch, Done<E>);
+/// A command's batch waiting for its entry, its writer, and where its outcome goes.
+type Pending<E> = (WriteBatch, Option<u64>, Done<E>);
+
+/// Who wrote each batch of an entry, in the entry's order: the client whose command made it
+/// (`None`: the server's own write) and its records (`WriteBatch::len`). The node that
+/// applies the entry tells a client's own changes from others' by it (`super::apply`,
+/// CLIENT TRACKING's NOLOOP).
+pub type Writers = Vec<(Option<u64>, u32)>;
 
 /// Batches waiting for one group, and how many of its entries are in flight from here.
 struct Queue<E> {
@@ -163,7 +169,7 @@ impl<E> Queue<E> {
         let n = self
             .waiting
             .iter()
-            .take_while(|(b, _)| {
+            .take_while(|(b, _, _)| {
                 bytes += b.size_in_bytes();
                 bytes <= MAX_ENTRY_BYTES
             })
@@ -242,13 +248,13 @@ impl<E> Drop for Driving<E> {
         if self.done {
             return;
         }
-        let mut dones: Vec<Done<E>> = self.entry.drain(..).map(|(_, d)| d).collect();
+        let mut dones: Vec<Done<E>> = self.entry.drain(..).map(|(_, _, d)| d).collect();
         {
             let mut q = self.queue.lock();
             q.in_flight -= 1;
             if q.in_flight == 0 {
                 // No driver is left to take them.
-                dones.extend(q.waiting.drain(..).map(|(_, d)| d));
+                dones.extend(q.waiting.drain(..).map(|(_, _, d)| d));
             }
         }
         let e = Arc::new((self.lost)());
@@ -274,26 +280,29 @@ impl<E: Send + Sync + 'static> Proposals<E> {
         q.waiting.is_empty() && q.in_flight == 0
     }
 
-    /// Proposes `batch` to `group`, joined with the batches handed in meanwhile, and returns
-    /// at once; `done` gets its entry's outcome. When a slot is free, a task on `runtime`
-    /// drives the entries: `send` proposes one joined batch and resolves with its outcome;
-    /// `lost` is the outcome of the batches a driver leaves when it panics or is dropped.
+    /// Proposes `batch`, written by client `writer` (`None`: the server), to `group`, joined
+    /// with the batches handed in meanwhile, and returns at once; `done` gets its entry's
+    /// outcome. When a slot is free, a task on `runtime` drives the entries: `send` proposes
+    /// one joined batch, with its batches' [`Writers`], and resolves with its outcome; `lost`
+    /// is the outcome of the batches a driver leaves when it panics or is dropped.
+    #[allow(clippy::too_many_arguments)]
     pub fn propose<S, F>(
         &self,
         runtime: &Handle,
         group: GroupId,
         batch: WriteBatch,
+        writer: Option<u64>,
         done: Done<E>,
         send: S,
         lost: fn() -> E,
     ) where
-        S: Fn(WriteBatch) -> F + Send + 'static,
+        S: Fn(WriteBatch, Writers) -> F + Send + 'static,
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
         let queue = self.queue(group);
         let (entry, complete) = {
             let mut q = queue.lock();
-            q.waiting.push((batch, done));
+            q.waiting.push((batch, writer, done));
             // A parked driver's company is complete: it is woken below, out of the lock. (It
             // registered before setting `want`, so the wake-up is not lost.)
             let complete = (q.want > 0 && q.waiting.len() >= q.want).then(|| {
@@ -320,13 +329,15 @@ impl<E: Send + Sync + 'static> Proposals<E> {
 /// is empty.
 async fn drive<E, S, F>(mut driving: Driving<E>, send: S, hold: Duration, by: HoldBy)
 where
-    S: Fn(WriteBatch) -> F,
+    S: Fn(WriteBatch, Writers) -> F,
     F: Future<Output = Result<(), E>>,
 {
     loop {
         let mut joined = WriteBatch::new();
-        for (b, _) in &mut driving.entry {
+        let mut writers = Writers::with_capacity(driving.entry.len());
+        for (b, writer, _) in &mut driving.entry {
             let b = std::mem::take(b);
+            writers.push((*writer, b.len() as u32));
             if joined.is_empty() {
                 joined = b;
             } else {
@@ -334,13 +345,13 @@ where
             }
         }
         let started = Instant::now();
-        let outcome = send(joined).await.map_err(Arc::new);
+        let outcome = send(joined, writers).await.map_err(Arc::new);
         let round = started.elapsed();
         let answered = driving.entry.len();
         // Counted before the answers go out: a batch an answered command hands in at once is
         // among the company awaited, not also among the batches that were waiting.
         let waiting = driving.queue.lock().waiting.len();
-        for (_, d) in driving.entry.drain(..) {
+        for (_, _, d) in driving.entry.drain(..) {
             d(outcome.clone());
         }
         if outcome.is_ok() {
@@ -449,15 +460,17 @@ mod tests {
         let sent = Arc::new(Mutex::new(Vec::new()));
         let (done, rx) = outcome();
         let s = sent.clone();
-        let send = move |b: WriteBatch| {
+        let send = move |b: WriteBatch, _: Writers| {
             s.lock().push(b.len());
             async { Ok(()) }
         };
-        p.propose(rt.handle(), GroupId(1), batch("a"), done, send, lost);
+        p.propose(rt.handle(), GroupId(1), batch("a"), None, done, send, lost);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         assert_eq!(*sent.lock(), vec![1]);
     }
 
+    /// Batches waiting while the slots are taken make one entry, which names each batch's
+    /// writer and records in queue order.
     #[test]
     fn batches_arriving_while_the_slots_are_taken_share_the_next_entry() {
         let rt = runtime();
@@ -467,10 +480,10 @@ mod tests {
         // The first MAX_IN_FLIGHT entries stay in flight until released.
         let send = {
             let (entries, release) = (entries.clone(), release.clone());
-            move |b: WriteBatch| {
+            move |b: WriteBatch, w: Writers| {
                 let nth = {
                     let mut e = entries.lock();
-                    e.push(b.len());
+                    e.push((b.len(), w));
                     e.len()
                 };
                 let release = release.clone();
@@ -485,15 +498,21 @@ mod tests {
         let mut rxs = Vec::new();
         for i in 0..MAX_IN_FLIGHT {
             let (done, rx) = outcome();
-            p.propose(rt.handle(), GroupId(1), batch(&format!("a{i}")), done, send.clone(), lost);
+            let a = batch(&format!("a{i}"));
+            p.propose(rt.handle(), GroupId(1), a, Some(1), done, send.clone(), lost);
             rxs.push(rx);
         }
         while entries.lock().len() < MAX_IN_FLIGHT {
             std::thread::sleep(Duration::from_millis(1));
         }
-        for i in 0..5 {
+        for i in 0..5u64 {
             let (done, rx) = outcome();
-            p.propose(rt.handle(), GroupId(1), batch(&format!("b{i}")), done, send.clone(), lost);
+            let mut b = batch(&format!("b{i}"));
+            if i == 3 {
+                b.put("b3'", "v");
+            }
+            let writer = (i != 2).then_some(10 + i);
+            p.propose(rt.handle(), GroupId(1), b, writer, done, send.clone(), lost);
             rxs.push(rx);
         }
         assert_eq!(p.queue(GroupId(1)).lock().waiting.len(), 5);
@@ -501,8 +520,9 @@ mod tests {
         for rx in rxs {
             assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         }
-        let mut want = vec![1; MAX_IN_FLIGHT];
-        want.push(5);
+        let mut want = vec![(1, vec![(Some(1), 1)]); MAX_IN_FLIGHT];
+        let writers = vec![(Some(10), 1), (Some(11), 1), (None, 1), (Some(13), 2), (Some(14), 1)];
+        want.push((6, writers));
         assert_eq!(*entries.lock(), want, "the five waiting batches make one entry");
         while p.queue(GroupId(1)).lock().in_flight > 0 {
             std::thread::sleep(Duration::from_millis(1));
@@ -513,14 +533,14 @@ mod tests {
     fn every_batch_of_a_failed_entry_gets_the_failure() {
         let rt = runtime();
         let p = Proposals::<String>::default();
-        let send = |_b: WriteBatch| async {
+        let send = |_b: WriteBatch, _: Writers| async {
             tokio::time::sleep(Duration::from_millis(2)).await;
             Err("no quorum".to_string())
         };
         let rxs: Vec<_> = (0..8)
             .map(|i| {
                 let (done, rx) = outcome();
-                p.propose(rt.handle(), GroupId(2), batch(&format!("k{i}")), done, send, lost);
+                p.propose(rt.handle(), GroupId(2), batch(&format!("k{i}")), None, done, send, lost);
                 rx
             })
             .collect();
@@ -534,18 +554,18 @@ mod tests {
         let rt = runtime();
         let p = Proposals::<String>::default();
         let (done, rx) = outcome();
-        let boom = |_b: WriteBatch| async {
+        let boom = |_b: WriteBatch, _: Writers| async {
             tokio::time::sleep(Duration::from_millis(20)).await;
             panic!("boom");
         };
-        p.propose(rt.handle(), GroupId(3), batch("a"), done, boom, lost);
+        p.propose(rt.handle(), GroupId(3), batch("a"), None, done, boom, lost);
         // Waiting behind the panicking entry: failed with it, as nothing will drive them.
         let (done2, rx2) = outcome();
-        p.propose(rt.handle(), GroupId(3), batch("b"), done2, boom, lost);
+        p.propose(rt.handle(), GroupId(3), batch("b"), None, done2, boom, lost);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
         assert_eq!(rx2.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
         let (done3, rx3) = outcome();
-        p.propose(rt.handle(), GroupId(3), batch("c"), done3, |_b| async { Ok(()) }, lost);
+        p.propose(rt.handle(), GroupId(3), batch("c"), None, done3, |_b, _| async { Ok(()) }, lost);
         assert_eq!(rx3.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
     }
 
@@ -554,8 +574,8 @@ mod tests {
         let rt = runtime();
         let p = Proposals::<String>::default();
         let (done, rx) = outcome();
-        let never = |_b: WriteBatch| std::future::pending::<Result<(), String>>();
-        p.propose(rt.handle(), GroupId(4), batch("a"), done, never, lost);
+        let never = |_b: WriteBatch, _: Writers| std::future::pending::<Result<(), String>>();
+        p.propose(rt.handle(), GroupId(4), batch("a"), None, done, never, lost);
         std::thread::sleep(Duration::from_millis(20));
         drop(rt);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
@@ -570,7 +590,7 @@ mod tests {
         drop(rt);
         let p = Proposals::<String>::default();
         let (done, rx) = outcome();
-        p.propose(&handle, GroupId(5), batch("a"), done, |_b| async { Ok(()) }, lost);
+        p.propose(&handle, GroupId(5), batch("a"), None, done, |_b, _| async { Ok(()) }, lost);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Err("lost".into()));
         assert_eq!(p.queue(GroupId(5)).lock().in_flight, 0, "the slot is given back");
     }
@@ -601,7 +621,7 @@ mod tests {
                         let g = (seed % 3) as u32;
                         let key = format!("{g}/{t}/{i}");
                         let entries = entries.clone();
-                        let send = move |b: WriteBatch| {
+                        let send = move |b: WriteBatch, _: Writers| {
                             let keys: Vec<String> = b
                                 .keys()
                                 .map(|(k, _)| String::from_utf8(k.to_vec()).unwrap())
@@ -623,7 +643,7 @@ mod tests {
                             }
                         };
                         let (done, rx) = outcome();
-                        p.propose(&handle, GroupId(g), batch(&key), done, send, lost);
+                        p.propose(&handle, GroupId(g), batch(&key), None, done, send, lost);
                         let r = rx.recv_timeout(Duration::from_secs(5)).unwrap();
                         got.push((key, r));
                     }
@@ -671,11 +691,11 @@ mod tests {
         for g in [1, 2, 1] {
             let (done, rx) = outcome();
             let s = seen.clone();
-            let send = move |_b: WriteBatch| {
+            let send = move |_b: WriteBatch, _: Writers| {
                 s.lock().push(g);
                 async { Ok(()) }
             };
-            p.propose(rt.handle(), GroupId(g), batch("x"), done, send, lost);
+            p.propose(rt.handle(), GroupId(g), batch("x"), None, done, send, lost);
             assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         }
         assert_eq!(*seen.lock(), vec![1, 2, 1]);
@@ -694,7 +714,7 @@ mod tests {
         rt: &tokio::runtime::Runtime,
         p: &Proposals<String>,
         first_round: Duration,
-    ) -> (Counts, impl Fn(WriteBatch) -> Sent + Clone + Send + 'static, Heard) {
+    ) -> (Counts, impl Fn(WriteBatch, Writers) -> Sent + Clone + Send + 'static, Heard) {
         let (done, rx) = outcome();
         let (entries, send) = first_in_flight_answering(rt, p, first_round, done);
         (entries, send, rx)
@@ -706,10 +726,10 @@ mod tests {
         p: &Proposals<String>,
         first_round: Duration,
         done: Done<String>,
-    ) -> (Counts, impl Fn(WriteBatch) -> Sent + Clone + Send + 'static) {
+    ) -> (Counts, impl Fn(WriteBatch, Writers) -> Sent + Clone + Send + 'static) {
         let entries = Arc::new(Mutex::new(Vec::new()));
         let e = entries.clone();
-        let send = move |b: WriteBatch| {
+        let send = move |b: WriteBatch, _: Writers| {
             let nth = {
                 let mut e = e.lock();
                 e.push(b.len());
@@ -722,7 +742,7 @@ mod tests {
                 Ok::<(), String>(())
             }) as Sent
         };
-        p.propose(rt.handle(), GroupId(1), batch("a"), done, send.clone(), lost);
+        p.propose(rt.handle(), GroupId(1), batch("a"), None, done, send.clone(), lost);
         while entries.lock().is_empty() {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -745,13 +765,21 @@ mod tests {
         let mut rxs = Vec::new();
         for i in 0..3 {
             let (done, rx) = outcome();
-            p.propose(rt.handle(), GroupId(1), batch(&format!("b{i}")), done, send.clone(), lost);
+            p.propose(
+                rt.handle(),
+                GroupId(1),
+                batch(&format!("b{i}")),
+                None,
+                done,
+                send.clone(),
+                lost,
+            );
             rxs.push(rx);
         }
         // The command that "a" answered comes back with its next batch, as a client would.
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         let (done, rx) = outcome();
-        p.propose(rt.handle(), GroupId(1), batch("a2"), done, send.clone(), lost);
+        p.propose(rt.handle(), GroupId(1), batch("a2"), None, done, send.clone(), lost);
         rxs.push(rx);
         for rx in rxs {
             assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
@@ -767,7 +795,7 @@ mod tests {
         let p = Proposals::<String>::holding_by(Duration::from_secs(5), HoldBy::Parking);
         let (entries, send, rx) = first_in_flight(&rt, &p, Duration::from_secs(2));
         let (done, rx_b) = outcome();
-        p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
+        p.propose(rt.handle(), GroupId(1), batch("b"), None, done, send.clone(), lost);
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         // Once the driver parks for its company (b and a's next)...
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -777,7 +805,7 @@ mod tests {
         }
         let (done, rx_a2) = outcome();
         let proposed = Instant::now();
-        p.propose(rt.handle(), GroupId(1), batch("a2"), done, send.clone(), lost);
+        p.propose(rt.handle(), GroupId(1), batch("a2"), None, done, send.clone(), lost);
         assert_eq!(rx_a2.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         assert_eq!(rx_b.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         let waited = proposed.elapsed();
@@ -809,11 +837,11 @@ mod tests {
             let (entries, send) =
                 first_in_flight_answering(&rt, &p, Duration::from_secs(2), answered);
             let (done, rx_b) = outcome();
-            p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
+            p.propose(rt.handle(), GroupId(1), batch("b"), None, done, send.clone(), lost);
             let (done, rx_a2) = outcome();
             let (p2, h, s2) = (p.clone(), rt.handle().clone(), send.clone());
             *next.lock() = Some(Box::new(move || {
-                p2.propose(&h, GroupId(1), batch("a2"), done, s2, lost);
+                p2.propose(&h, GroupId(1), batch("a2"), None, done, s2, lost);
             }));
             assert_eq!(rx_a2.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
             assert_eq!(rx_b.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
@@ -836,7 +864,7 @@ mod tests {
         let p = Proposals::<String>::holding_by(Duration::from_millis(20), by);
         let (entries, send, rx) = first_in_flight(&rt, &p, Duration::from_millis(40));
         let (done, rx_b) = outcome();
-        p.propose(rt.handle(), GroupId(1), batch("b"), done, send.clone(), lost);
+        p.propose(rt.handle(), GroupId(1), batch("b"), None, done, send.clone(), lost);
         // Nothing comes back after "a": "b" goes alone once the hold ends.
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
         assert_eq!(rx_b.recv_timeout(Duration::from_secs(5)).unwrap(), Ok(()));
@@ -893,7 +921,7 @@ mod tests {
         for by in [HoldBy::Polling, HoldBy::Parking] {
             let queue = Mutex::new(Queue::<String>::new());
             let (done, _rx) = outcome();
-            queue.lock().waiting.push((batch("b"), done));
+            queue.lock().waiting.push((batch("b"), None, done));
             let short = Duration::from_millis(20);
             for _ in 0..3 {
                 let started = Instant::now();

@@ -30,6 +30,7 @@ use super::map::{meta_voter_count, ClusterMap, MapNode, NodeState, META};
 use super::node::ClusterNode;
 use super::spec::ClusterSpec;
 use crate::storage::{Store, SyncPolicy};
+use crate::tracking::Tracking;
 
 /// How often a node hands back the leaderships it holds in place of their preferred replicas.
 const BALANCE_EVERY: Duration = Duration::from_secs(10);
@@ -43,6 +44,16 @@ pub struct Running {
     /// Its groups' state machine.
     pub apply: Arc<ServerApply>,
     _listener: TcpServer,
+}
+
+impl Running {
+    /// Tells the server's client-side caching of every change the node applies, and names
+    /// the writers of the entries it proposes while a client tracks with NOLOOP
+    /// (`super::apply`).
+    pub fn track_with(&self, tracking: Arc<Tracking>) {
+        self.node.track_with(tracking.clone());
+        self.apply.track_with(tracking, self.node.id());
+    }
 }
 
 impl Running {

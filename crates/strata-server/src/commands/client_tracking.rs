@@ -16,10 +16,10 @@
 //!   applies it (`cluster::apply`), so a client hears of a change to a key it read whichever
 //!   node it read from (the leader, or a replica after READONLY) and whichever node leads the
 //!   partition later; a node that loses its replica of a partition, or installs a snapshot
-//!   or a slot's copy, or applies a FLUSHALL, tells every tracking client to flush. The
-//!   applying node does not know which client made a change, so NOLOOP is not honoured
-//!   there: a client also hears of its own writes (a cache entry dropped, never a stale one
-//!   kept).
+//!   or a slot's copy, or applies a FLUSHALL, tells every tracking client to flush. While a
+//!   client of a node tracks with NOLOOP, the entries that node proposes name the client
+//!   whose command wrote each batch (`cluster::apply`), so applying them it leaves that
+//!   client's own changes untold, as Redis does.
 
 use super::args::{int_arg, is};
 use super::errors::SYNTAX;

@@ -119,7 +119,9 @@ async fn run_replicated(
         }
         out.resp3 = conn.resp3;
         let reply_at = out.buf.len();
-        let ((), owed) = pending::deferring(|| commands::dispatch_found(sh, conn, cmd, f, out));
+        let ((), owed) = pending::deferring(|| {
+            pending::as_writer(conn.id, || commands::dispatch_found(sh, conn, cmd, f, out));
+        });
         // Its keyspace notifications go out once its writes are applied, if they are.
         let raised = notify::take();
         let outcome = match owed {

@@ -132,6 +132,27 @@ enum Owed {
 thread_local! {
     static DEFER: Cell<bool> = const { Cell::new(false) };
     static OWED: RefCell<Owed> = const { RefCell::new(Owed::Nothing) };
+    static WRITER: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Runs `f` (a command of client `id`) with its writes attributed to that client
+/// ([`writer`]): in cluster mode the entry that carries them names it, so the node that
+/// applies it can leave a NOLOOP tracking client's own changes untold (`cluster::apply`).
+pub fn as_writer<T>(id: u64, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WRITER.with(|w| w.set(self.0));
+        }
+    }
+    let _restore = Restore(WRITER.with(|w| w.replace(Some(id))));
+    f()
+}
+
+/// The client whose command runs on this thread ([`as_writer`]); `None` outside one (the
+/// server's own writes: expiry, eviction, background tasks).
+pub fn writer() -> Option<u64> {
+    WRITER.with(Cell::get)
 }
 
 /// What a command owes for its deferred writes ([`deferring`]): the settlement of its last
@@ -225,6 +246,20 @@ fn take_owed() -> Option<Owing> {
 mod tests {
     use super::*;
     use crate::storage::locks::LockTable;
+
+    #[test]
+    fn a_command_names_its_writer_until_it_ends_also_when_it_panics() {
+        assert_eq!(writer(), None);
+        as_writer(7, || {
+            assert_eq!(writer(), Some(7));
+            as_writer(9, || assert_eq!(writer(), Some(9)));
+            assert_eq!(writer(), Some(7));
+        });
+        assert_eq!(writer(), None);
+        let r = std::panic::catch_unwind(|| as_writer(3, || panic!("a command's panic")));
+        assert!(r.is_err());
+        assert_eq!(writer(), None);
+    }
 
     #[test]
     fn a_settlement_wakes_blocking_and_async_waiters_and_releases_the_stripes() {

@@ -325,7 +325,7 @@ fn a_batch_of_another_partitions_keys_is_never_applied() {
     st.put_meta(&mut b, k0.as_bytes(), b"\x01\0\0\0\0\0\0\0\0v".to_vec());
     st.meta_cache.invalidate_noted(false);
     let replica = c.nodes[&leader].cluster.raft().replica(g1).unwrap();
-    let entry = strata_server::cluster::apply::encode_proposal(st, &b);
+    let entry = strata_server::cluster::apply::encode_proposal(st, &b, None);
     let r = c.runtime.block_on(async {
         tokio::time::timeout(Duration::from_secs(3), replica.write(entry)).await
     });

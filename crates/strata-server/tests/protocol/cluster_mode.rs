@@ -658,6 +658,40 @@ fn clients_tracking_on_the_leader_and_on_a_replica_hear_of_changes() {
     assert_eq!(on_replica.read(), flush, "the replica's client is told to flush");
 }
 
+/// CLIENT TRACKING's NOLOOP in cluster mode: a NOLOOP client on the partition's leader is not
+/// told of its own writes (the entries it proposes name their writers), and is told of
+/// another client's; a client without NOLOOP hears of both.
+#[test]
+fn a_noloop_client_hears_of_other_clients_writes_only() {
+    let root = tempfile::tempdir().unwrap();
+    let (_live, ports) = three_new_nodes(root.path());
+    let client = &ports[..3];
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(run(client[0], false, &["SET", "loop", "1"]), ok);
+    let leader = leader_of(client, "loop");
+    let mut own = Raw::connect(leader);
+    assert!(matches!(own.cmd(&["HELLO", "3"]), Reply::Map(_)));
+    assert_eq!(own.cmd(&["CLIENT", "TRACKING", "on", "NOLOOP"]), ok);
+    let mut other = tracking_client(leader, false);
+    let invalidate =
+        Reply::Array(vec![Reply::bulk("invalidate"), Reply::Array(vec![Reply::bulk("loop")])]);
+    for round in 2..5 {
+        let v = round.to_string();
+        assert_eq!(own.cmd(&["GET", "loop"]), Reply::bulk(&(round - 1).to_string()));
+        assert_eq!(other.cmd(&["GET", "loop"]), Reply::bulk(&(round - 1).to_string()));
+        // Its own write: no message before the reply to its next command.
+        assert_eq!(own.cmd(&["SET", "loop", &v]), ok);
+        assert_eq!(other.read(), invalidate, "the other tracking client hears of it");
+        assert_eq!(own.cmd(&["GET", "loop"]), Reply::bulk(&v), "no message to the writer");
+        // Another client's write: told.
+        assert_eq!(other.cmd(&["GET", "loop"]), Reply::bulk(&v));
+        assert_eq!(run(leader, false, &["INCR", "loop"]), Reply::Int(round + 1));
+        assert_eq!(own.read(), invalidate, "the NOLOOP client hears of another's write");
+        assert_eq!(other.read(), invalidate);
+        assert_eq!(run(leader, false, &["SET", "loop", &v]), ok);
+    }
+}
+
 /// The keys a node's due index holds (INFO `strata_expiry_index:keys=N,capacity=M`).
 fn due_keys(port: u16) -> u64 {
     let v = info_field(&mut Raw::connect(port), "strata", "strata_expiry_index");
