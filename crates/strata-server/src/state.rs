@@ -426,6 +426,9 @@ pub struct Shared {
     pub out_of_memory: AtomicBool,
     /// Active expiry runs (DEBUG SET-ACTIVE-EXPIRE turns it off and on).
     pub active_expire: AtomicBool,
+    /// The periodic rounds (active expiry, the clients' round) are held: DEBUG PAUSE-CRON,
+    /// as Redis's holds its `serverCron`. The WAL's once-a-second sync goes on.
+    pub cron_paused: AtomicBool,
     /// Scripts may call the commands flagged `noscript` (DEBUG SET-DISABLE-DENY-SCRIPTS).
     pub scripts_may_call_noscript: AtomicBool,
     /// The largest sparse HyperLogLog, in bytes (`hll-sparse-max-bytes`; CONFIG SET).
@@ -532,6 +535,7 @@ impl Shared {
             maxmemory: std::sync::atomic::AtomicU64::new(maxmemory),
             out_of_memory: AtomicBool::new(false),
             active_expire: AtomicBool::new(true),
+            cron_paused: AtomicBool::new(false),
             scripts_may_call_noscript: AtomicBool::new(false),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),
             pause: crate::pause::ClientPause::default(),

@@ -42,7 +42,7 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::pubsub::Delivery;
-use crate::types::notify::Notifier;
+use crate::types::notify::{Notifier, OwnRead};
 
 /// Redis's default `tracking-table-max-keys`.
 pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
@@ -358,18 +358,34 @@ impl Tracking {
             inner.table.keys().take(inner.table.len() - max).cloned().collect();
         // Evictions are nobody's change: NOLOOP does not hold them back.
         for k in over {
-            invalidate_key(inner, None, &k);
+            invalidate_key(inner, None, &k, true, false);
         }
     }
 
     /// `keys` changed, by client `by` (none: the server, as active expiry): sends their
     /// messages (module doc).
     pub fn invalidate(&self, by: Option<u64>, keys: &[&[u8]]) {
+        self.invalidate_after_reads(by, keys, &[]);
+    }
+
+    /// [`Tracking::invalidate`] for a transaction of client `by` that also read some of
+    /// `keys`: for those `own` names, `by` is told and keeps tracking as its order of reads
+    /// and writes says (`types::notify::OwnRead`), as Redis, telling each write at once,
+    /// leaves it.
+    pub fn invalidate_after_reads(&self, by: Option<u64>, keys: &[&[u8]], own: &[OwnRead]) {
         let mut inner = self.inner.lock();
         let inner = &mut *inner;
+        // A key `by` keeps is in the table again after its first change: its others are
+        // the same change (several events of one command), not told again.
+        let mut done: HashSet<&[u8]> = HashSet::new();
         for &k in keys {
-            if inner.table.contains_key(k) {
-                invalidate_key(inner, by, k);
+            if !inner.table.contains_key(k) {
+                continue;
+            }
+            match own.iter().find(|r| r.key == k) {
+                Some(r) if done.insert(k) => invalidate_key(inner, by, k, r.told, r.kept),
+                Some(_) => {}
+                None => invalidate_key(inner, by, k, true, false),
             }
         }
         if inner.prefixes.is_empty() {
@@ -410,14 +426,19 @@ impl Tracking {
 }
 
 /// Tells the default-mode clients that read `key` of its change by `by`, and takes it out of
-/// the table.
-fn invalidate_key(inner: &mut Inner, by: Option<u64>, key: &[u8]) {
+/// the table; `by` itself only if `told_by`, and it stays in the table if `kept_by`.
+fn invalidate_key(inner: &mut Inner, by: Option<u64>, key: &[u8], told_by: bool, kept_by: bool) {
     let Some(ids) = inner.table.remove(key) else { return };
     inner.items -= ids.len();
+    if let Some(id) = by.filter(|id| kept_by && ids.contains(id)) {
+        inner.table.insert(key.to_vec(), HashSet::from([id]));
+        inner.items += 1;
+    }
     let list: KeyList = Arc::new([key.to_vec()]);
     for id in ids {
         let Some(c) = inner.clients.get(&id) else { continue };
-        if c.bcast || (c.noloop && by == Some(id)) {
+        let own = by == Some(id);
+        if c.bcast || (own && (c.noloop || !told_by)) {
             continue;
         }
         send(inner, id, Some(list.clone()));
@@ -501,6 +522,42 @@ mod tests {
         t.invalidate(None, &[b"k"]);
         assert_eq!(own.try_recv().unwrap(), Delivery::RedirectBroken(9));
         assert!(t.info(1).unwrap().broken);
+    }
+
+    /// A transaction's own reads (`types::notify::OwnRead`): its client is told of a key as
+    /// `told` says, once however many events the key raised, and keeps tracking it as
+    /// `kept` says; other clients are told as always.
+    #[test]
+    fn a_transactions_reads_decide_what_its_client_is_told_and_keeps() {
+        let t = Tracking::default();
+        let mut own = queue(&t, 1);
+        let mut other = queue(&t, 2);
+        for id in [1, 2] {
+            t.enable(id, &Options::default()).unwrap();
+            t.remember(id, &[b"w-r", b"r-w", b"r-w-r"]);
+        }
+        let read = |key: &str, told, kept| OwnRead { key: key.into(), told, kept };
+        let reads = [read("w-r", false, true), read("r-w", true, false), read("r-w-r", true, true)];
+        let keys: [&[u8]; 5] = [b"w-r", b"r-w", b"r-w-r", b"w-r", b"r-w-r"];
+        t.invalidate_after_reads(Some(1), &keys, &reads);
+        let mut told = Vec::new();
+        while let Ok(d) = own.try_recv() {
+            told.extend(keys_of(d).unwrap());
+        }
+        assert_eq!(told, vec![b"r-w".to_vec(), b"r-w-r".to_vec()]);
+        let mut others = Vec::new();
+        while let Ok(d) = other.try_recv() {
+            others.extend(keys_of(d).unwrap());
+        }
+        assert_eq!(others, vec![b"w-r".to_vec(), b"r-w".to_vec(), b"r-w-r".to_vec()]);
+        // Client 1 still tracks the two keys it kept, client 2 none.
+        assert_eq!(t.stats().2, 2);
+        t.invalidate(Some(2), &[b"w-r", b"r-w", b"r-w-r"]);
+        let mut told = Vec::new();
+        while let Ok(d) = own.try_recv() {
+            told.extend(keys_of(d).unwrap());
+        }
+        assert_eq!(told, vec![b"w-r".to_vec(), b"r-w-r".to_vec()]);
     }
 
     #[test]

@@ -27,6 +27,7 @@ use super::{scripting, CmdResult, Command};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::tracking::{Mode, Options};
+use crate::types::notify;
 
 /// CLIENT TRACKING ON|OFF [options] (`a` from CLIENT on; at least 3 arguments).
 pub fn tracking(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
@@ -241,7 +242,15 @@ pub fn before(
         return Some(sh.tracking.remember(conn.id, &cmd.keys.of(args)));
     }
     if reads_keys(cmd) {
-        sh.tracking.remember(conn.id, &cmd.keys.of(args));
+        let keys = cmd.keys.of(args);
+        let added = sh.tracking.remember(conn.id, &keys);
+        if conn.in_exec {
+            // The order of the transaction's reads and writes decides what is told
+            // (`types::notify`, `note_read`).
+            for k in &keys {
+                notify::note_read(k, !added.iter().any(|a| a.as_slice() == *k));
+            }
+        }
     }
     None
 }

@@ -5,7 +5,8 @@
 //!
 //! Allowed, it serves the subcommands that mean something here: `SLEEP` (the connection's
 //! thread sleeps, as Redis's one thread does), `SET-ACTIVE-EXPIRE` (the expiry task's rounds
-//! stop and start), `OBJECT` (encoding, serialized length, idle time), `RELOAD` and `LOADAOF`
+//! stop and start), `PAUSE-CRON` (the periodic rounds, Redis's `serverCron`: active expiry and
+//! the clients' round, held; the WAL's once-a-second sync is not), `OBJECT` (encoding, serialized length, idle time), `RELOAD` and `LOADAOF`
 //! (Redis saves its dataset or AOF and loads it back; the data here live in the engine's
 //! files, so both are SAVE), `DIGEST` and `DIGEST-VALUE` (`commands::digest`), `PROTOCOL`
 //! (a reply of each RESP type, as Redis's), `SET-DISABLE-DENY-SCRIPTS` (scripts may call the
@@ -75,6 +76,8 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             "    Let scripts call the commands they may not (those flagged noscript).",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Stop or start the active expiry of keys (their lazy expiry goes on).",
+            "PAUSE-CRON <0|1>",
+            "    Hold or resume the periodic rounds (active expiry, the clients' round).",
             "SLEEP <seconds>",
             "    Stop this connection's thread for <seconds> (decimals allowed).",
             "HELP",
@@ -88,6 +91,9 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         out.ok();
     } else if is(sub, "set-active-expire") && args == 1 {
         sh.active_expire.store(atoi(&a[2]) != 0, Ordering::Relaxed);
+        out.ok();
+    } else if is(sub, "pause-cron") && args == 1 {
+        sh.cron_paused.store(atoi(&a[2]) != 0, Ordering::Relaxed);
         out.ok();
     } else if is(sub, "object") && args == 1 {
         // The key as stored, also when its time is up and nothing removed it yet (Redis's

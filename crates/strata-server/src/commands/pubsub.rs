@@ -263,8 +263,9 @@ pub fn forget(sh: &Shared, conn: &mut Conn) {
 /// Publishes keyspace notifications (`types::notify`): each event to its key's
 /// `__keyspace@<db>__:<key>` channel and then its `__keyevent@<db>__:<event>` channel, as
 /// enabled when it was raised; and sends the invalidations of client-side caching for the
-/// keys they name, changed by client `by` (none: the server), while the notifier queues
-/// changes for them (never in cluster mode: `commands::client_tracking`); or, where a change
+/// keys they name, changed by client `by` (none: the server; for the keys its transaction
+/// also read, as `raised.own_reads` says), while the notifier queues changes for them
+/// (never in cluster mode: `commands::client_tracking`); or, where a change
 /// went unqueued and a client tracks by now, tells every tracking client that everything may
 /// have changed. Called once the writes are visible to other clients.
 pub fn publish_events(sh: &Shared, by: Option<u64>, raised: notify::Raised) {
@@ -277,7 +278,7 @@ pub fn publish_events(sh: &Shared, by: Option<u64>, raised: notify::Raised) {
         }
     } else if sh.notifier.tracking() {
         let keys: Vec<&[u8]> = raised.events.iter().map(|e| e.key.as_slice()).collect();
-        sh.tracking.invalidate(by, &keys);
+        sh.tracking.invalidate_after_reads(by, &keys, &raised.own_reads);
     }
     let mut channel = Vec::new();
     for e in raised.events {

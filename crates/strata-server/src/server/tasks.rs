@@ -471,6 +471,9 @@ pub fn start(sh: &Arc<Shared>) {
         let mut tick = tokio::time::interval(EXPIRE_TICK);
         loop {
             tick.tick().await;
+            if s.cron_paused.load(Ordering::Relaxed) {
+                continue;
+            }
             // OBJECT IDLETIME's coarse clock (`storage::access`).
             s.engine().meta_cache.access.tick();
             let s2 = s.clone();
@@ -509,6 +512,9 @@ pub fn start(sh: &Arc<Shared>) {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            if s.cron_paused.load(Ordering::Relaxed) {
+                continue;
+            }
             let clients = s.clients.lock().values().fold(0, |sum, e| {
                 e.activity.buffers_round(e.since);
                 sum + e.activity.total_memory()

@@ -18,6 +18,14 @@
 //! (`Tracking::active_after_write`), and if one does by then, every tracking client is told
 //! that everything may have changed (`commands::pubsub::publish_events`): rare, and a
 //! message too many only costs caches.
+//!
+//! Inside a transaction the order of a tracking client's own reads and writes of a key
+//! matters: Redis tells each write of a tracked key at once (the writer too, without NOLOOP)
+//! and a read then tracks the key again, so a transaction that writes a key and then reads
+//! it leaves the key tracked, with no message for a reader that did not track it before.
+//! Here the writes are told after EXEC, and a read is put in the table before it reads; so
+//! each key an EXEC's command reads is noted ([`note_read`]) with what the order gives
+//! ([`OwnRead`]), and the publication follows it for the reader.
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -147,12 +155,27 @@ pub struct Event {
     pub key: Vec<u8>,
 }
 
-/// What a command's writes raised on its thread: the events queued, and whether a change
-/// went unqueued (no class wanted it and no client tracked: module doc).
+/// What a command's writes raised on its thread: the events queued, whether a change went
+/// unqueued (no class wanted it and no client tracked: module doc), and the keys a
+/// transaction's commands read, for the reader's tracking.
 #[derive(Debug, Default)]
 pub struct Raised {
     pub events: Vec<Event>,
     pub unnoted: bool,
+    pub own_reads: Vec<OwnRead>,
+}
+
+/// A key a transaction read, as Redis's order of its reads and writes leaves the reader's
+/// tracking of it once the transaction's writes are told (module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnRead {
+    pub key: Vec<u8>,
+    /// The reader is told of the key's change: it tracked the key before the transaction,
+    /// or read it before one of the transaction's writes of it.
+    pub told: bool,
+    /// The reader tracks the key after: the last of the transaction's reads and writes of
+    /// it was a read.
+    pub kept: bool,
 }
 
 impl Raised {
@@ -165,6 +188,21 @@ impl Raised {
 thread_local! {
     static RAISED: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
     static UNNOTED: Cell<bool> = const { Cell::new(false) };
+    /// The keys the running transaction read ([`note_read`]); `told` holds "tracked before
+    /// or read before a write", `kept` "last touched by a read".
+    static READS: RefCell<Vec<OwnRead>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A transaction's command read `key` for a tracking client, which tracked it before the
+/// transaction if `tracked_before` (for a key read before in it: whatever is passed).
+pub fn note_read(key: &[u8], tracked_before: bool) {
+    READS.with(|r| {
+        let mut r = r.borrow_mut();
+        match r.iter_mut().find(|e| e.key == key) {
+            Some(e) => e.kept = true,
+            None => r.push(OwnRead { key: key.to_vec(), told: tracked_before, kept: true }),
+        }
+    });
 }
 
 impl Notifier {
@@ -258,6 +296,13 @@ fn queue(flags: u32, db: usize, event: &'static str, key: &[u8]) {
         db,
         key: key.to_vec(),
     };
+    READS.with(|r| {
+        if let Some(read) = r.borrow_mut().iter_mut().find(|r| r.key == e.key) {
+            // A write after a read: the reader is told, and no longer tracks the key.
+            read.told |= read.kept;
+            read.kept = false;
+        }
+    });
     RAISED.with(|r| r.borrow_mut().push(e));
 }
 
@@ -271,6 +316,7 @@ pub fn take() -> Raised {
     Raised {
         events: RAISED.with(|r| std::mem::take(&mut *r.borrow_mut())),
         unnoted: UNNOTED.take(),
+        own_reads: READS.with(|r| std::mem::take(&mut *r.borrow_mut())),
     }
 }
 
@@ -278,6 +324,7 @@ pub fn take() -> Raised {
 pub fn discard() {
     RAISED.with(|r| r.borrow_mut().clear());
     UNNOTED.set(false);
+    READS.with(|r| r.borrow_mut().clear());
 }
 
 #[cfg(test)]
@@ -306,6 +353,43 @@ mod tests {
         }
     }
 
+    /// A transaction's reads of keys it writes, in Redis's order (module doc).
+    #[test]
+    fn a_transactions_reads_say_whether_its_reader_is_told_and_keeps_the_key() {
+        discard();
+        let n = Notifier::default();
+        n.set_tracking(true);
+        // Written, then read, by a reader that did not track it: untold, kept.
+        n.raise(0, STRING, "set", b"w-r");
+        note_read(b"w-r", false);
+        // Read, then written: told, not kept.
+        note_read(b"r-w", false);
+        n.raise(0, STRING, "set", b"r-w");
+        // Read, written, read again: told, kept.
+        note_read(b"r-w-r", false);
+        n.raise(0, STRING, "set", b"r-w-r");
+        note_read(b"r-w-r", false);
+        // Tracked before, written, then read: told, kept.
+        n.raise(0, STRING, "set", b"t-w-r");
+        note_read(b"t-w-r", true);
+        // Read only.
+        note_read(b"r", false);
+        let own = |key: &str, told, kept| OwnRead { key: key.into(), told, kept };
+        assert_eq!(
+            take().own_reads,
+            vec![
+                own("w-r", false, true),
+                own("r-w", true, false),
+                own("r-w-r", true, true),
+                own("t-w-r", true, true),
+                own("r", false, true),
+            ]
+        );
+        note_read(b"x", false);
+        discard();
+        assert!(take().own_reads.is_empty());
+    }
+
     #[test]
     fn events_are_queued_only_for_enabled_classes_with_a_channel_kind() {
         discard();
@@ -321,7 +405,7 @@ mod tests {
         assert!(take().is_empty(), "a new key alone is no change");
         n.raise(0, LIST, "lpush", b"l");
         n.raise(0, STRING, "set", b"k");
-        let Raised { events: e, unnoted } = take();
+        let Raised { events: e, unnoted, .. } = take();
         assert!(unnoted, "the list's change");
         assert_eq!(e.len(), 1);
         assert_eq!((e[0].keyspace, e[0].keyevent, e[0].event), (false, true, "set"));

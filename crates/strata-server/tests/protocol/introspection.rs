@@ -894,7 +894,7 @@ fn config_set_port_moves_the_listener_and_keeps_open_connections() {
 
 /// DEBUG as redis-server 7.0 guards it: refused by default (`enable-debug-command no`) with
 /// Redis's text, after the arity check; with `yes` (or `local`, from loopback) it serves
-/// OBJECT, SLEEP, SET-ACTIVE-EXPIRE, RELOAD (a SAVE), ERROR and HELP.
+/// OBJECT, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, RELOAD (a SAVE), ERROR and HELP.
 #[test]
 fn debug_is_refused_unless_enabled_and_then_serves_its_subcommands() {
     let srv = Server::start(&[]);
@@ -935,6 +935,17 @@ fn debug_is_refused_unless_enabled_and_then_serves_its_subcommands() {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while info_field(&mut c, "stats", "expired_keys") != "1" {
             assert!(std::time::Instant::now() < deadline, "active expiry never resumed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // PAUSE-CRON holds the periodic rounds, active expiry among them.
+        assert_eq!(c.cmd(&["DEBUG", "PAUSE-CRON", "1"]), Reply::Simple("OK".into()));
+        assert_eq!(c.cmd(&["SET", "e", "1", "PX", "1"]), Reply::Simple("OK".into()));
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(info_field(&mut c, "stats", "expired_keys"), "1", "{setting}");
+        assert_eq!(c.cmd(&["DEBUG", "PAUSE-CRON", "0"]), Reply::Simple("OK".into()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while info_field(&mut c, "stats", "expired_keys") != "2" {
+            assert!(std::time::Instant::now() < deadline, "the rounds never resumed");
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -79,6 +79,51 @@ fn a_read_key_is_told_once_after_the_reply_and_noloop_keeps_quiet_on_own_changes
     assert_eq!(info_field(&mut w, "clients", "tracking_clients"), 1);
 }
 
+/// A transaction's own reads and writes of a key, in Redis's order (its writes told as they
+/// happen): written then read, the key stays tracked and its client is not told (Redis's
+/// "Tracking invalidation message is not interleaved with multiple keys response"); read
+/// then written, the client is told after EXEC's reply and no longer tracks it; read,
+/// written and read again, told and still tracked. Another tracking client hears of each.
+#[test]
+fn a_transactions_client_is_told_of_its_writes_as_its_reads_order_them() {
+    let srv = Server::start(&[]);
+    let mut r = resp3(&srv);
+    let mut other = resp3(&srv);
+    let mut w = srv.raw();
+    assert_eq!(r.cmd(&["CLIENT", "TRACKING", "on"]), ok());
+    assert_eq!(other.cmd(&["CLIENT", "TRACKING", "on"]), ok());
+    assert_eq!(w.cmd(&["MSET", "rw", "0", "rwr", "0"]), ok());
+    let read = Reply::Array(vec![Reply::Null, Reply::bulk("0"), Reply::bulk("0")]);
+    assert_eq!(other.cmd(&["MGET", "wr", "rw", "rwr"]), read);
+    let queued = Reply::Simple("QUEUED".into());
+    assert_eq!(r.cmd(&["MULTI"]), ok());
+    for cmd in [
+        &["SET", "wr", "1"][..],
+        &["GET", "wr"],
+        &["GET", "rw"],
+        &["SET", "rw", "1"],
+        &["GET", "rwr"],
+        &["INCR", "rwr"],
+        &["GET", "rwr"],
+    ] {
+        assert_eq!(r.cmd(cmd), queued);
+    }
+    let mut replies = vec![ok(), Reply::bulk("1"), Reply::bulk("0"), ok(), Reply::bulk("0")];
+    replies.extend([Reply::Int(1), Reply::bulk("1")]);
+    assert_eq!(r.cmd(&["EXEC"]), Reply::Array(replies));
+    assert_eq!(r.read(), push("invalidate", &["rw"]));
+    assert_eq!(r.read(), push("invalidate", &["rwr"]));
+    nothing_pushed(&mut r);
+    for k in ["wr", "rw", "rwr"] {
+        assert_eq!(other.read(), push("invalidate", &[k]));
+    }
+    // Still tracked: wr and rwr; no longer: rw.
+    assert_eq!(w.cmd(&["MSET", "wr", "2", "rw", "2", "rwr", "2"]), ok());
+    assert_eq!(r.read(), push("invalidate", &["wr"]));
+    assert_eq!(r.read(), push("invalidate", &["rwr"]));
+    nothing_pushed(&mut r);
+}
+
 #[test]
 fn bcast_and_redirect_to_a_resp2_subscriber_gather_a_prefixes_keys_per_command() {
     let srv = Server::start(&[]);
