@@ -54,9 +54,7 @@ impl Running {
         self.node.track_with(tracking.clone());
         self.apply.track_with(tracking, self.node.id());
     }
-}
 
-impl Running {
     /// Stops the replicas and the listener.
     pub async fn shutdown(self) {
         self.node.raft().shutdown().await;

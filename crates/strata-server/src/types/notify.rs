@@ -306,9 +306,13 @@ fn queue(flags: u32, db: usize, event: &'static str, key: &[u8]) {
     RAISED.with(|r| r.borrow_mut().push(e));
 }
 
-/// Whether this thread raised events, or made unqueued changes, not taken yet.
+/// Whether this thread raised events, made unqueued changes or noted a transaction's reads,
+/// not taken yet (so the command's end takes the notes of a transaction that wrote nothing,
+/// and no later command on the thread finds them).
 pub fn raised() -> bool {
-    UNNOTED.get() || RAISED.with(|r| !r.borrow().is_empty())
+    UNNOTED.get()
+        || RAISED.with(|r| !r.borrow().is_empty())
+        || READS.with(|r| !r.borrow().is_empty())
 }
 
 /// Takes what this thread raised since the last take, the events in the order raised.
@@ -386,7 +390,9 @@ mod tests {
             ]
         );
         note_read(b"x", false);
+        assert!(raised(), "a transaction's notes are taken at its end");
         discard();
+        assert!(!raised());
         assert!(take().own_reads.is_empty());
     }
 
