@@ -539,25 +539,18 @@ mod tests {
         let read = |key: &str, told, kept| OwnRead { key: key.into(), told, kept };
         let reads = [read("w-r", false, true), read("r-w", true, false), read("r-w-r", true, true)];
         let keys: [&[u8]; 5] = [b"w-r", b"r-w", b"r-w-r", b"w-r", b"r-w-r"];
+        // The keys of every message `rx` has, in order.
+        let told = |rx: &mut UnboundedReceiver<Delivery>| -> Vec<Vec<u8>> {
+            std::iter::from_fn(|| rx.try_recv().ok()).flat_map(|d| keys_of(d).unwrap()).collect()
+        };
         t.invalidate_after_reads(Some(1), &keys, &reads);
-        let mut told = Vec::new();
-        while let Ok(d) = own.try_recv() {
-            told.extend(keys_of(d).unwrap());
-        }
-        assert_eq!(told, vec![b"r-w".to_vec(), b"r-w-r".to_vec()]);
-        let mut others = Vec::new();
-        while let Ok(d) = other.try_recv() {
-            others.extend(keys_of(d).unwrap());
-        }
-        assert_eq!(others, vec![b"w-r".to_vec(), b"r-w".to_vec(), b"r-w-r".to_vec()]);
+        assert_eq!(told(&mut own), vec![b"r-w".to_vec(), b"r-w-r".to_vec()]);
+        let all = vec![b"w-r".to_vec(), b"r-w".to_vec(), b"r-w-r".to_vec()];
+        assert_eq!(told(&mut other), all);
         // Client 1 still tracks the two keys it kept, client 2 none.
         assert_eq!(t.stats().2, 2);
         t.invalidate(Some(2), &[b"w-r", b"r-w", b"r-w-r"]);
-        let mut told = Vec::new();
-        while let Ok(d) = own.try_recv() {
-            told.extend(keys_of(d).unwrap());
-        }
-        assert_eq!(told, vec![b"w-r".to_vec(), b"r-w-r".to_vec()]);
+        assert_eq!(told(&mut own), vec![b"w-r".to_vec(), b"r-w-r".to_vec()]);
     }
 
     #[test]
