@@ -163,20 +163,22 @@ impl LockTable {
     /// (EXEC holds its commands' stripes while each command locks its own): the guards
     /// returned hold only the others.
     pub fn lock<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Guards<'a> {
+        self.lock_stripes(self.stripes_of(keys))
+    }
+
+    /// The stripes of `keys`, each once, in ascending order (the order every locker takes).
+    fn stripes_of<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<usize> {
         let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe(k.as_ref())).collect();
         idx.sort_unstable();
         idx.dedup();
-        self.lock_stripes(idx)
+        idx
     }
 
     /// Locks the stripes of `keys` as [`LockTable::lock`] does but without waiting for the
     /// marks of writes in flight: for a blind write, which reads nothing of its keys (module
     /// doc). In standalone mode, where no write stays in flight, the same as `lock`.
     pub fn lock_blind<'a, K: AsRef<[u8]>>(&'a self, keys: &[K]) -> Guards<'a> {
-        let mut idx: Vec<usize> = keys.iter().map(|k| self.stripe(k.as_ref())).collect();
-        idx.sort_unstable();
-        idx.dedup();
-        self.lock_stripes_waiting(idx, false)
+        self.lock_stripes_waiting(self.stripes_of(keys), false)
     }
 
     /// Locks `key`'s stripe when that cannot deadlock, else `None`: a thread holding no

@@ -108,8 +108,15 @@ fn a_transactions_client_is_told_of_its_writes_as_its_reads_order_them() {
     ] {
         assert_eq!(r.cmd(cmd), queued);
     }
-    let mut replies = vec![ok(), Reply::bulk("1"), Reply::bulk("0"), ok(), Reply::bulk("0")];
-    replies.extend([Reply::Int(1), Reply::bulk("1")]);
+    let replies = vec![
+        ok(),
+        Reply::bulk("1"),
+        Reply::bulk("0"),
+        ok(),
+        Reply::bulk("0"),
+        Reply::Int(1),
+        Reply::bulk("1"),
+    ];
     assert_eq!(r.cmd(&["EXEC"]), Reply::Array(replies));
     assert_eq!(r.read(), push("invalidate", &["rw"]));
     assert_eq!(r.read(), push("invalidate", &["rwr"]));
