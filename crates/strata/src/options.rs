@@ -106,7 +106,9 @@ pub struct Options {
     /// cache line per write and the filter's memory, which counts in the memtable's size (of
     /// `write_buffer_size`, or of the DB's memtable budget when that is smaller).
     /// 0 = no filter; at most 0.25. Default: 0.01 (a 64 MiB memtable of 400-byte entries gets
-    /// about 40 bits per key, 0.05% false positives).
+    /// about 40 bits per key, 0.05% false positives). A memtable gets no more than 40 bits
+    /// for each key it is expected to hold, judged by the entries of the memtable it replaces
+    /// (with 100 KB values the ratio alone would take six values' room for 640 keys).
     pub memtable_bloom_size_ratio: f64,
     /// The vector memtable instead of the skiplist (`set_memtable_factory(Vector)`, db_bench's
     /// `--memtablerep=vector`): writes append their entries without a search, and the

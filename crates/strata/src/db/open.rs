@@ -665,7 +665,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
     for (&id, family) in p.versions.families() {
         let Some(fopts) = p.family_opts.remove(&id) else { continue };
         let recovered = p.recovered.remove(&id).unwrap_or_default();
-        let mem = super::cf::new_memtable(&fopts, p.opts);
+        let mem = super::cf::new_memtable(&fopts, p.opts, None);
         // Every write made after the open goes here; the recovered ones are older.
         mem.set_earliest(p.last_seq);
         let stats = if id == 0 {

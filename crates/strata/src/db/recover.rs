@@ -300,7 +300,7 @@ pub(crate) fn replay_wals(
 ) -> Result<Replayed> {
     // Replayed memtables count in the DB's write buffer manager like any other; one
     // replaced when full is immutable from then on.
-    let new_mem = |o: &Options| super::cf::new_memtable(o, opts);
+    let new_mem = |o: &Options, before: Option<&MemTable>| super::cf::new_memtable(o, opts, before);
     let mut fams: BTreeMap<u32, FamilyReplay<'_>> = family_opts
         .iter()
         .map(|(&id, o)| {
@@ -317,7 +317,7 @@ pub(crate) fn replay_wals(
                 counter: versions.file_counter(),
                 table_options: o.table_options_for_level(0),
                 log_number: versions.family_log_number(id),
-                mem: new_mem(o),
+                mem: new_mem(o, None),
                 mem_first_wal: FileNumber(0),
                 out: ReplayedFamily::default(),
             };
@@ -553,7 +553,8 @@ pub(crate) fn replay_wals(
                     if !keep_split_at_wal_end
                         && f.mem.approximate_memory_usage() >= f.opts.write_buffer_size
                     {
-                        let full = std::mem::replace(&mut f.mem, new_mem(f.opts));
+                        let next = new_mem(f.opts, Some(&*f.mem));
+                        let full = std::mem::replace(&mut f.mem, next);
                         full.mark_immutable();
                         let number = versions.new_file_number();
                         f.write_table(fs.as_ref(), &full, number)?;
@@ -618,7 +619,8 @@ pub(crate) fn replay_wals(
         if keep_split_at_wal_end {
             for f in fams.values_mut() {
                 if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
-                    let full = std::mem::replace(&mut f.mem, new_mem(f.opts));
+                    let next = new_mem(f.opts, Some(&*f.mem));
+                    let full = std::mem::replace(&mut f.mem, next);
                     full.mark_immutable();
                     f.out.recovered.push((full, f.mem_first_wal));
                 }
@@ -635,7 +637,8 @@ pub(crate) fn replay_wals(
     let mut families = BTreeMap::new();
     for (id, mut f) in fams {
         if !f.mem.is_empty() {
-            let mem = std::mem::replace(&mut f.mem, new_mem(f.opts));
+            let next = new_mem(f.opts, Some(&*f.mem));
+            let mem = std::mem::replace(&mut f.mem, next);
             mem.mark_immutable();
             f.out.recovered.push((mem, f.mem_first_wal));
         }

@@ -400,6 +400,20 @@ impl MemTable {
         self.num_entries.load(Ordering::Relaxed)
     }
 
+    /// Arena bytes per entry, once the memtable holds at least `min_entries` (what its
+    /// successor's filter is sized from: `db/cf`'s `new_memtable`). The filter and range
+    /// tombstones are not counted.
+    pub(crate) fn bytes_per_entry(&self, min_entries: u64) -> Option<usize> {
+        let n = self.num_entries().max(1);
+        (n >= min_entries).then(|| self.list.memory_usage() / n as usize)
+    }
+
+    /// Bytes of the whole-key filter (0 without one).
+    #[cfg(test)]
+    pub(crate) fn bloom_bytes(&self) -> usize {
+        self.bloom.as_ref().map_or(0, MemBloom::size)
+    }
+
     /// Entries of type `Deletion` or `SingleDeletion`.
     pub fn num_deletes(&self) -> u64 {
         self.num_deletes.load(Ordering::Relaxed)

@@ -14,6 +14,7 @@ mod disable_wal_close;
 mod flush_syncs_retired_wals;
 mod flush_wal_off_lock;
 mod flush_wal_sync;
+mod memtable_filter_size;
 mod merged_flushes;
 mod read_your_writes_concurrent;
 mod stall_after_changes;

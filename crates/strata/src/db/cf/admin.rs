@@ -66,7 +66,7 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
             return Err(e);
         }
     };
-    let mem = super::new_memtable(&fopts, &inner.opts);
+    let mem = super::new_memtable(&fopts, &inner.opts, None);
     // A new family has no write before now: the first ones go to this memtable.
     mem.set_earliest(crate::types::SeqNo(0));
     let imm = std::collections::VecDeque::new();

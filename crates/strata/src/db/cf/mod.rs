@@ -40,19 +40,57 @@ use crate::write_batch::BatchRecord;
 /// A fresh memtable of a family with options `family` in the DB opened with `db`: counted in
 /// the DB's write buffer manager, with a whole-key filter of `memtable_bloom_size_ratio` of
 /// what the memtable can hold (its `write_buffer_size`, or the DB's memtable budget when that
-/// is smaller, so a small budget with large buffers does not get large filters).
-pub(crate) fn new_memtable(family: &Options, db: &Options) -> Arc<MemTable> {
+/// is smaller, so a small budget with large buffers does not get large filters), and no more
+/// than [`FILTER_MAX_BITS_PER_KEY`] for each entry it is expected to hold when `previous` (the
+/// memtable it replaces) held enough entries to tell their size ([`FILTER_SAMPLE_ENTRIES`]).
+///
+/// Why the cap: the ratio sizes the filter by bytes, but its use grows with the number of
+/// keys. With large values the ratio's filter is mostly empty bits that take the memtable's
+/// room: 1% of a 64 MiB memtable of 100 KB values is 8,000 bits for each of its 640 keys,
+/// six values fewer per memtable. Past about 40 bits per key more bits barely lower the
+/// false positives (`memtable/bloom.rs`). A memtable whose entries turn out smaller than its
+/// predecessor's gets a filter that is too small for it, which only costs skiplist searches
+/// its filter does not save (false positives, never a missed entry); the next one is sized
+/// from it.
+pub(crate) fn new_memtable(
+    family: &Options,
+    db: &Options,
+    previous: Option<&MemTable>,
+) -> Arc<MemTable> {
     let budget = match &db.write_buffer_manager {
         Some(m) if m.enabled() => m.buffer_size(),
         _ if db.db_write_buffer_size > 0 => db.db_write_buffer_size,
         _ => usize::MAX,
     };
     let capacity = family.write_buffer_size.min(budget);
-    let bloom_bytes = (capacity as f64 * family.memtable_bloom_size_ratio) as usize;
+    let bloom_bytes = filter_bytes(
+        capacity,
+        family.memtable_bloom_size_ratio,
+        previous.and_then(|m| m.bytes_per_entry(FILTER_SAMPLE_ENTRIES)),
+    );
     let order = family.comparator.clone();
     let vector = family.vector_memtable;
     let manager = db.write_buffer_manager.as_ref();
     Arc::new(MemTable::with_rep(manager, bloom_bytes, order, vector, capacity))
+}
+
+/// Bits of a memtable's filter per key it is expected to hold, at most ([`new_memtable`]).
+pub(crate) const FILTER_MAX_BITS_PER_KEY: usize = 40;
+
+/// Entries the memtable before must have held for its entry size to cap the filter.
+pub(crate) const FILTER_SAMPLE_ENTRIES: u64 = 64;
+
+/// The filter bytes of a memtable of `capacity` bytes under `ratio`, capped by the keys it
+/// would hold at `entry_bytes` each when known ([`new_memtable`]). 0 when `ratio` is.
+fn filter_bytes(capacity: usize, ratio: f64, entry_bytes: Option<usize>) -> usize {
+    let by_ratio = (capacity as f64 * ratio) as usize;
+    match entry_bytes {
+        Some(e) if by_ratio > 0 => {
+            let keys = capacity / e.max(1);
+            by_ratio.min((keys.saturating_mul(FILTER_MAX_BITS_PER_KEY) / 8).max(8))
+        }
+        _ => by_ratio,
+    }
 }
 
 /// A family to open or create: its name and its options. Of the options, the family uses
@@ -493,5 +531,40 @@ pub(crate) fn resolve(owner: u64, cf: &impl AsColumnFamilyRef) -> crate::Result<
             h.cfd.name
         ))),
         None => Err(crate::Error::InvalidArgument("not a column family handle".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_is_capped_by_the_keys_the_memtable_would_hold() {
+        let mib64 = 64 << 20;
+        // No predecessor to tell the entries' size, or no filter asked for: the ratio.
+        assert_eq!(filter_bytes(mib64, 0.01, None), 671_088);
+        assert_eq!(filter_bytes(mib64, 0.0, Some(100)), 0);
+        // 100 KB values: 655 keys, 40 bits each.
+        assert_eq!(filter_bytes(mib64, 0.01, Some(102_500)), 654 * 40 / 8);
+        // 100-byte values (about 150 bytes an entry): the ratio is the smaller.
+        assert_eq!(filter_bytes(mib64, 0.01, Some(150)), 671_088);
+        // One word at least.
+        assert_eq!(filter_bytes(1 << 20, 0.01, Some(1 << 30)), 8);
+    }
+
+    #[test]
+    fn the_replaced_memtable_sizes_the_next_ones_filter() {
+        let o = Options { write_buffer_size: 64 << 20, ..Options::default() };
+        let first = new_memtable(&o, &o, None);
+        assert_eq!(first.bloom_bytes(), 671_088);
+        let value = vec![7u8; 100_000];
+        for i in 0..FILTER_SAMPLE_ENTRIES - 1 {
+            first.add(SeqNo(i + 1), ValueType::Value, &i.to_be_bytes(), &value);
+        }
+        // Too few entries to tell.
+        assert_eq!(new_memtable(&o, &o, Some(&first)).bloom_bytes(), 671_088);
+        first.add(SeqNo(FILTER_SAMPLE_ENTRIES), ValueType::Value, b"last", &value);
+        let next = new_memtable(&o, &o, Some(&first));
+        assert!(next.bloom_bytes() < 4_000, "{}", next.bloom_bytes());
     }
 }

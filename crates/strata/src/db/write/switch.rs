@@ -70,7 +70,10 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     let retired = std::mem::replace(&mut wal.writer, new_writer);
     wal.closed.push_back((wal.number, retired.file_size()));
     inner.retired_wals.lock().push_back((wal.number, retired));
-    let new_mem = crate::db::cf::new_memtable(&cfd.live_opts(), &inner.opts);
+    // The memtable it replaces (the pipeline is drained: no write goes to it any more) sizes
+    // the new one's filter by the entries it held.
+    let replaced = cfd.current_super_version().mem.clone();
+    let new_mem = crate::db::cf::new_memtable(&cfd.live_opts(), &inner.opts, Some(&*replaced));
     // The pipeline is drained: every write published so far is in the old memtables.
     new_mem.set_earliest(crate::types::SeqNo(inner.visible_sequence.load(Ordering::Acquire)));
     {
