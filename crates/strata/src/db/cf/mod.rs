@@ -46,7 +46,7 @@ use crate::write_batch::BatchRecord;
 ///
 /// Why the cap: the ratio sizes the filter by bytes, but its use grows with the number of
 /// keys. With large values the ratio's filter is mostly empty bits that take the memtable's
-/// room: 1% of a 64 MiB memtable of 100 KB values is 8,000 bits for each of its 640 keys,
+/// room: 1% of a 64 MiB memtable of 100 KB values is 8,400 bits for each of its 640 keys,
 /// six values fewer per memtable. Past about 40 bits per key more bits barely lower the
 /// false positives (`memtable/bloom.rs`). A memtable whose entries turn out smaller than its
 /// predecessor's gets a filter that is too small for it, which only costs skiplist searches
@@ -544,7 +544,7 @@ mod tests {
         // No predecessor to tell the entries' size, or no filter asked for: the ratio.
         assert_eq!(filter_bytes(mib64, 0.01, None), 671_088);
         assert_eq!(filter_bytes(mib64, 0.0, Some(100)), 0);
-        // 100 KB values: 655 keys, 40 bits each.
+        // 100 KB values: 654 keys, 40 bits each.
         assert_eq!(filter_bytes(mib64, 0.01, Some(102_500)), 654 * 40 / 8);
         // 100-byte values (about 150 bytes an entry): the ratio is the smaller.
         assert_eq!(filter_bytes(mib64, 0.01, Some(150)), 671_088);
