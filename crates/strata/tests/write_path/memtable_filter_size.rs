@@ -57,3 +57,41 @@ fn a_memtable_of_large_values_gives_its_filter_no_more_room_than_its_keys_need()
         assert!(n + 1 >= full, "{filtered:?} against {plain:?}");
     }
 }
+
+/// Recovery replays a WAL into memtables of the reopened DB's size: each after the first is
+/// sized from the one it replaces too (`db/recover.rs`), so the tables the replay writes hold
+/// as many values as the writes' own memtables would.
+#[test]
+fn replayed_memtables_size_their_filters_from_the_ones_before() {
+    let fs = Arc::new(MemFs::new());
+    let o = Options {
+        fs: fs.clone(),
+        memtable_bloom_size_ratio: 0.25,
+        disable_auto_compactions: true,
+        ..Options::default()
+    };
+    {
+        // 400 values of 8 KiB stay in one 8 MiB memtable and its WAL.
+        let db = Db::open(&Options { write_buffer_size: 8 << 20, ..o.clone() }, "/db").unwrap();
+        for i in 0..400u32 {
+            db.put(format!("key{i:05}"), vec![(i % 251) as u8; VALUE]).unwrap();
+        }
+        assert_eq!(db.property_int_value("rocksdb.num-files-at-level0").unwrap(), Some(0));
+    }
+    let db = Db::open(&Options { write_buffer_size: BUFFER, ..o }, "/db").unwrap();
+    let mut tables = db.live_files_metadata();
+    tables.sort_by(|a, b| a.name.cmp(&b.name));
+    let held: Vec<u64> = tables.iter().map(|t| t.num_entries).collect();
+    assert_eq!(held.iter().sum::<u64>(), 400, "{held:?}");
+    assert!(held.len() >= 3, "{held:?}");
+    // The first replayed memtable has the ratio's filter; the full ones after it hold about
+    // 127 values, as with no filter (`entries_per_memtable`).
+    assert!(held[0] + 20 < held[1], "{held:?}");
+    for &n in &held[1..held.len() - 1] {
+        assert!(n >= 126, "{held:?}");
+    }
+    for i in (0..400u32).step_by(7) {
+        let got = db.get(format!("key{i:05}")).unwrap();
+        assert_eq!(got.as_deref(), Some(&vec![(i % 251) as u8; VALUE][..]), "key {i}");
+    }
+}
