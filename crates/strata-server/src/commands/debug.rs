@@ -7,8 +7,9 @@
 //! thread sleeps, as Redis's one thread does), `SET-ACTIVE-EXPIRE` (the expiry task's rounds
 //! stop and start), `PAUSE-CRON` (the periodic rounds, Redis's `serverCron`: active expiry and
 //! the clients' round, held; the WAL's once-a-second sync is not), `OBJECT` (encoding,
-//! serialized length, idle time), `RELOAD` and `LOADAOF` (Redis saves its dataset or AOF and loads it back; the data here live in the engine's
-//! files, so both are SAVE), `DIGEST` and `DIGEST-VALUE` (`commands::digest`), `PROTOCOL`
+//! serialized length, idle time), `RELOAD` and `LOADAOF` (Redis saves its dataset or AOF and
+//! loads it back; the data here live in the engine's files, so both are SAVE), `DIGEST` and
+//! `DIGEST-VALUE` (`commands::digest`), `PROTOCOL`
 //! (a reply of each RESP type, as Redis's), `SET-DISABLE-DENY-SCRIPTS` (scripts may call the
 //! commands flagged `noscript`), `QUICKLIST-PACKED-THRESHOLD` (checked as Redis checks it; a
 //! list has one encoding here, so nothing changes), `LOG`, `ERROR`, `JMAP` and `HELP`. Any

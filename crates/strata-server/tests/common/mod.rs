@@ -150,6 +150,15 @@ impl Raw {
         self.read()
     }
 
+    /// MULTI, then each of `cmds`, each answered QUEUED; the EXEC (or DISCARD) is the
+    /// caller's.
+    pub fn multi(&mut self, cmds: &[&[&str]]) {
+        assert_eq!(self.cmd(&["MULTI"]), Reply::Simple("OK".into()));
+        for c in cmds {
+            assert_eq!(self.cmd(c), Reply::Simple("QUEUED".into()), "{c:?}");
+        }
+    }
+
     fn fill(&mut self) -> bool {
         let mut tmp = [0u8; 16384];
         match self.stream.read(&mut tmp) {

@@ -20,16 +20,13 @@ fn err(s: &str) -> Reply {
 fn queued_commands_run_in_order_with_redis_replies() {
     let srv = Server::start(&[]);
     let mut c = srv.raw();
-    assert_eq!(c.cmd(&["MULTI"]), ok());
-    for args in [
-        &["SET", "a", "1"][..],
+    c.multi(&[
+        &["SET", "a", "1"],
         &["INCR", "a"],
         &["GET", "a"],
         &["LPUSH", "l", "x"],
         &["INCR", "l"],
-    ] {
-        assert_eq!(c.cmd(args), queued());
-    }
+    ]);
     assert_eq!(
         c.cmd(&["EXEC"]),
         Reply::Array(vec![
@@ -66,9 +63,8 @@ fn queued_commands_run_in_order_with_redis_replies() {
     assert_eq!(c.cmd(&["MULTI"]), ok());
     assert_eq!(c.cmd(&["EXEC"]), Reply::Array(vec![]));
     // Reads inside see the transaction's own writes, scans included.
-    assert_eq!(c.cmd(&["MULTI"]), ok());
-    for args in [
-        &["DEL", "a", "l"][..],
+    c.multi(&[
+        &["DEL", "a", "l"],
         &["HSET", "h", "f", "v"],
         &["HGETALL", "h"],
         &["RPUSH", "q", "1", "2", "3"],
@@ -76,9 +72,7 @@ fn queued_commands_run_in_order_with_redis_replies() {
         &["LRANGE", "q", "0", "-1"],
         &["KEYS", "*"],
         &["DBSIZE"],
-    ] {
-        assert_eq!(c.cmd(args), queued());
-    }
+    ]);
     let Reply::Array(r) = c.cmd(&["EXEC"]) else { panic!("EXEC") };
     assert_eq!(r[0], Reply::Int(2));
     assert_eq!(r[2], Reply::Array(vec![Reply::bulk("f"), Reply::bulk("v")]));

@@ -300,7 +300,12 @@ pub(crate) fn replay_wals(
 ) -> Result<Replayed> {
     // Replayed memtables count in the DB's write buffer manager like any other; one
     // replaced when full is immutable from then on.
-    let new_mem = |o: &Options, before: Option<&MemTable>| super::cf::new_memtable(o, opts, before);
+    let new_mem = |o: &Options| super::cf::new_memtable(o, opts, None);
+    // A family's memtable taken for a table or to keep, replaced by one whose filter it sizes.
+    let take_mem = |f: &mut FamilyReplay<'_>| {
+        let next = super::cf::new_memtable(f.opts, opts, Some(&*f.mem));
+        std::mem::replace(&mut f.mem, next)
+    };
     let mut fams: BTreeMap<u32, FamilyReplay<'_>> = family_opts
         .iter()
         .map(|(&id, o)| {
@@ -317,7 +322,7 @@ pub(crate) fn replay_wals(
                 counter: versions.file_counter(),
                 table_options: o.table_options_for_level(0),
                 log_number: versions.family_log_number(id),
-                mem: new_mem(o, None),
+                mem: new_mem(o),
                 mem_first_wal: FileNumber(0),
                 out: ReplayedFamily::default(),
             };
@@ -553,8 +558,7 @@ pub(crate) fn replay_wals(
                     if !keep_split_at_wal_end
                         && f.mem.approximate_memory_usage() >= f.opts.write_buffer_size
                     {
-                        let next = new_mem(f.opts, Some(&*f.mem));
-                        let full = std::mem::replace(&mut f.mem, next);
+                        let full = take_mem(f);
                         full.mark_immutable();
                         let number = versions.new_file_number();
                         f.write_table(fs.as_ref(), &full, number)?;
@@ -619,8 +623,7 @@ pub(crate) fn replay_wals(
         if keep_split_at_wal_end {
             for f in fams.values_mut() {
                 if f.mem.approximate_memory_usage() >= f.opts.write_buffer_size {
-                    let next = new_mem(f.opts, Some(&*f.mem));
-                    let full = std::mem::replace(&mut f.mem, next);
+                    let full = take_mem(f);
                     full.mark_immutable();
                     f.out.recovered.push((full, f.mem_first_wal));
                 }
@@ -637,8 +640,7 @@ pub(crate) fn replay_wals(
     let mut families = BTreeMap::new();
     for (id, mut f) in fams {
         if !f.mem.is_empty() {
-            let next = new_mem(f.opts, Some(&*f.mem));
-            let mem = std::mem::replace(&mut f.mem, next);
+            let mem = take_mem(&mut f);
             mem.mark_immutable();
             f.out.recovered.push((mem, f.mem_first_wal));
         }

@@ -72,8 +72,8 @@ pub(crate) fn switch_memtable(inner: &DbInner, wal: &mut WalState, cfd: &Arc<Cfd
     inner.retired_wals.lock().push_back((wal.number, retired));
     // The memtable it replaces (the pipeline is drained: no write goes to it any more) sizes
     // the new one's filter by the entries it held.
-    let replaced = cfd.current_super_version().mem.clone();
-    let new_mem = crate::db::cf::new_memtable(&cfd.live_opts(), &inner.opts, Some(&*replaced));
+    let replaced = cfd.current_super_version();
+    let new_mem = crate::db::cf::new_memtable(&cfd.live_opts(), &inner.opts, Some(&replaced.mem));
     // The pipeline is drained: every write published so far is in the old memtables.
     new_mem.set_earliest(crate::types::SeqNo(inner.visible_sequence.load(Ordering::Acquire)));
     {
