@@ -64,7 +64,7 @@ pub fn hgetall(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         out.map(n);
     }
     let mut n = 0usize;
-    let walked = hash::for_each(&ks, &a[1], &m, b"", |f, v| {
+    let walked = hash::for_each(&ks, &a[1], &m, |f, v| {
         out.bulk(f);
         out.bulk(v);
         n += 1;

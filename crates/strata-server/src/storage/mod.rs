@@ -76,18 +76,30 @@ pub const LAYOUT_DELTAS: &[u8] = b"slot-prefixed 3";
 /// allows: a version that applies only field deltas would fail to read them, so it refuses
 /// the store at open. Written (synced) before the first register delta.
 pub const LAYOUT_REGISTER_DELTAS: &[u8] = b"slot-prefixed 4";
+/// The layout of a standalone store whose compact hashes may hold their pairs out of byte
+/// order (in the order their fields were first set, `types::compact_hash`) besides what
+/// [`LAYOUT_REGISTER_DELTAS`] allows: a version that kept them in byte order would stop a
+/// field search early and miss fields, so it refuses the store at open. Written (synced)
+/// before the first such hash.
+pub const LAYOUT_HASH_ORDER: &[u8] = b"slot-prefixed 5";
 /// The standalone layouts, each allowing what the ones before it allow and more: a marker is
 /// only ever raised along this order ([`Engine::raise_layout`]).
-pub const STANDALONE_LAYOUTS: [&[u8]; 4] =
-    [LAYOUT, LAYOUT_DATABASES, LAYOUT_DELTAS, LAYOUT_REGISTER_DELTAS];
+pub const STANDALONE_LAYOUTS: [&[u8]; 5] =
+    [LAYOUT, LAYOUT_DATABASES, LAYOUT_DELTAS, LAYOUT_REGISTER_DELTAS, LAYOUT_HASH_ORDER];
 
 /// Where `marker` stands in [`STANDALONE_LAYOUTS`] (`None`: not a standalone layout).
 pub fn layout_rank(marker: &[u8]) -> Option<u8> {
     STANDALONE_LAYOUTS.iter().position(|m| *m == marker).map(|r| r as u8)
 }
 /// The layout of a cluster node's store: every key filed under its partition, then its slot
-/// (`crate::filing`). Neither layout reads the other's keys, so each refuses the other.
-pub const LAYOUT_PARTITIONS: &[u8] = b"partition-prefixed 1";
+/// (`crate::filing`), and compact hashes in the order their fields were first set. Neither
+/// mode reads the other's keys, so each refuses the other's layouts. A store marked
+/// [`LAYOUT_PARTITIONS_BYTE_ORDER`] is remarked with this one at open, before any write: its
+/// writes and the snapshots and entries it applies are not looked at one by one.
+pub const LAYOUT_PARTITIONS: &[u8] = b"partition-prefixed 2";
+/// A cluster node's store whose compact hashes are in byte order (written by a version that
+/// kept them so; read alike).
+pub const LAYOUT_PARTITIONS_BYTE_ORDER: &[u8] = b"partition-prefixed 1";
 
 /// Calls `use_key` with `key`'s stored metadata key ([`meta_key`]), built in a buffer the
 /// thread keeps: for the hot paths that only lend the key (a batch copies it, a read looks
@@ -185,10 +197,12 @@ impl fmt::Display for OpenError {
             OpenError::MissingFamily(name) => write!(f, "column family {name} missing after open"),
             OpenError::Layout { dir, found, partitioned } => {
                 let (wanted, what) = if *partitioned {
-                    (format!("{:?}", String::from_utf8_lossy(LAYOUT_PARTITIONS)), "cluster mode")
+                    let [a, b] = [LAYOUT_PARTITIONS_BYTE_ORDER, LAYOUT_PARTITIONS]
+                        .map(String::from_utf8_lossy);
+                    (format!("{a:?} and {b:?}"), "cluster mode")
                 } else {
-                    let [a, b, c, d] = STANDALONE_LAYOUTS.map(String::from_utf8_lossy);
-                    (format!("{a:?}, {b:?}, {c:?} and {d:?}"), "a standalone server")
+                    let [a, b, c, d, e] = STANDALONE_LAYOUTS.map(String::from_utf8_lossy);
+                    (format!("{a:?}, {b:?}, {c:?}, {d:?} and {e:?}"), "a standalone server")
                 };
                 write!(
                     f,
@@ -371,6 +385,12 @@ impl Engine {
         }
         it.status()?;
         Ok(out)
+    }
+
+    /// Whether the layout marker is at or past `wanted`, a standalone layout, in
+    /// [`STANDALONE_LAYOUTS`] (as last read or written).
+    pub fn has_layout(&self, wanted: &[u8]) -> bool {
+        layout_rank(wanted).is_some_and(|r| self.layout_rank.load(Ordering::Acquire) >= r)
     }
 
     /// Raises the layout marker (synced) to `wanted`, a standalone layout, unless it is
@@ -970,12 +990,18 @@ fn check_layout(
     let found = db.get_cf(server_cf, LAYOUT_KEY).map_err(db_err)?;
     let fits = |m: &[u8]| {
         if partitioned {
-            m == LAYOUT_PARTITIONS
+            m == LAYOUT_PARTITIONS || m == LAYOUT_PARTITIONS_BYTE_ORDER
         } else {
             layout_rank(m).is_some()
         }
     };
+    let sync = WriteOptions { sync: true, ..WriteOptions::default() };
     if found.as_deref().is_some_and(fits) {
+        if found.as_deref() == Some(LAYOUT_PARTITIONS_BYTE_ORDER) {
+            let mut b = WriteBatch::new();
+            b.put_cf(server_cf, LAYOUT_KEY, LAYOUT_PARTITIONS);
+            db.write_opt(b, &sync).map_err(db_err)?;
+        }
         return Ok(());
     }
     let mut it = db.raw_iterator_cf(meta_cf);
@@ -996,5 +1022,5 @@ fn check_layout(
     }
     let mut b = WriteBatch::new();
     b.put_cf(server_cf, LAYOUT_KEY, if partitioned { LAYOUT_PARTITIONS } else { LAYOUT });
-    db.write_opt(b, &WriteOptions { sync: true, ..WriteOptions::default() }).map_err(db_err)
+    db.write_opt(b, &sync).map_err(db_err)
 }

@@ -10,17 +10,26 @@
 //!  pair:  field_len u32LE | field | value_len u32LE | value
 //! ```
 //!
-//! Invariants: fields are strictly ascending (bytewise, the order of sub-keys, so both
-//! encodings list a hash in the same order), `count` is the number of pairs, and nothing
-//! follows the last pair. [`validate`] checks all of it; the readers here trust a validated
-//! payload but never panic on a bad one (they stop early).
+//! Invariants: fields are distinct, `count` is the number of pairs, and nothing follows the
+//! last pair. [`validate`] checks all of it; the readers here trust a validated payload but
+//! never panic on a bad one (they stop early).
+//!
+//! The pairs are in the order their fields were first set, as Redis keeps a small hash (its
+//! listpack), so HGETALL, HKEYS, HVALS, HSCAN and DUMP list them as redis-server does: a
+//! write to an existing field replaces its value in place, a new field goes last, and a
+//! field deleted and set again goes last. Stores written before this order was kept hold
+//! their pairs in byte order, a case of it. A version that kept byte order stopped a field
+//! search at the first greater field, so a store that may hold pairs out of byte order is
+//! marked for it first (`storage::LAYOUT_HASH_ORDER`; [`in_field_order`]).
 //!
 //! A hash is kept compact while it fits [`Limits`]: at most `entries` pairs, every field and
 //! every value at most `value` bytes (Redis's `hash-max-listpack-entries` and
 //! `hash-max-listpack-value`). A write that takes it past a limit converts it to one sub-key
-//! per field at a fresh version; a hash never converts back (RENAME copies it as it is).
+//! per field at a fresh version (listed in field order from then on, as Redis's hash table
+//! lists its fields in an order of its own); a hash never converts back (RENAME copies it as
+//! it is).
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Default of `hash-max-listpack-entries`.
@@ -75,7 +84,7 @@ pub fn empty() -> Vec<u8> {
     0u32.to_le_bytes().to_vec()
 }
 
-/// The pairs of a payload, in field order.
+/// The pairs of a payload, in the hash's order.
 pub struct Pairs<'a> {
     rest: &'a [u8],
     left: u32,
@@ -135,30 +144,30 @@ pub(super) fn push_chunk(out: &mut Vec<u8>, b: &[u8]) {
 
 /// The value of `field` in `payload`.
 pub fn get<'a>(payload: &'a [u8], field: &[u8]) -> Option<&'a [u8]> {
-    for (f, v) in iter(payload) {
-        match f.cmp(field) {
-            std::cmp::Ordering::Less => {}
-            std::cmp::Ordering::Equal => return Some(v),
-            std::cmp::Ordering::Greater => return None,
-        }
-    }
-    None
+    iter(payload).find(|(f, _)| *f == field).map(|(_, v)| v)
 }
 
-/// The pairs of `payload` as a map borrowing from it (to edit and [`encode`] again).
-pub fn to_map(payload: &[u8]) -> BTreeMap<&[u8], &[u8]> {
-    iter(payload).collect()
-}
-
-/// The payload of `pairs`.
-pub fn encode(pairs: &BTreeMap<&[u8], &[u8]>) -> Vec<u8> {
-    let bytes: usize = pairs.iter().map(|(f, v)| 8 + f.len() + v.len()).sum();
-    let mut out = Vec::with_capacity(4 + bytes);
-    out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+/// The payload of `pairs` (distinct fields), in their order.
+pub fn encode<'a>(pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
+    let mut out = empty();
+    let mut count = 0u32;
     for (f, v) in pairs {
         push_pair(&mut out, f, v);
+        count += 1;
     }
+    out[..4].copy_from_slice(&count.to_le_bytes());
     out
+}
+
+/// Whether the fields of `payload` are strictly ascending bytewise (the only order a store
+/// not marked `storage::LAYOUT_HASH_ORDER` may hold).
+pub fn in_field_order(payload: &[u8]) -> bool {
+    let mut prev: Option<&[u8]> = None;
+    iter(payload).all(|(f, _)| {
+        let ascending = prev.is_none_or(|p| p < f);
+        prev = Some(f);
+        ascending
+    })
 }
 
 /// A change to one field.
@@ -178,57 +187,107 @@ impl<'a> Edit<'a> {
     }
 }
 
-/// The payload of `payload` after `edits` (in order: a later edit of a field wins) and its
-/// number of pairs, or `None` when the result does not fit `limits` (the caller converts the
-/// hash). One merge of the sorted edits into the payload; no map is built.
-pub fn apply(payload: &[u8], edits: &[Edit], limits: &Limits) -> Option<(Vec<u8>, u64)> {
-    let mut sorted: Vec<Edit> = edits.to_vec();
-    // Stable: of the edits of one field, the last stays last; only it is applied.
-    sorted.sort_by(|a, b| a.field().cmp(b.field()));
-    let (max_entries, max_len) = (limits.entries(), limits.value());
-    let extra: usize = sorted
-        .iter()
-        .map(|e| match e {
-            Edit::Put(f, v) => 8 + f.len() + v.len(),
-            Edit::Del(_) => 0,
-        })
-        .sum();
-    let mut out = Vec::with_capacity(payload.len() + extra);
-    out.extend_from_slice(&[0; 4]);
-    let mut count = 0usize;
-    let mut push = |out: &mut Vec<u8>, f: &[u8], v: &[u8]| {
-        count += 1;
-        push_pair(out, f, v);
-        count <= max_entries && f.len() <= max_len && v.len() <= max_len
-    };
-    let mut old = iter(payload).peekable();
-    let mut i = 0;
-    while i < sorted.len() {
-        let f = sorted[i].field();
-        if sorted.get(i + 1).is_some_and(|n| n.field() == f) {
-            i += 1;
-            continue;
+/// Past this many field comparisons, [`apply`] and [`validate`] find fields through a hash
+/// table instead of comparing each with every pair (`CONFIG SET` may allow compact hashes of
+/// any size).
+const LINEAR_COMPARISONS: usize = 4096;
+
+/// The pairs of a hash being edited, in order, a deleted one left as `None` so that the
+/// positions of the others hold; found by field through a scan or, for many pairs and
+/// edits, a table.
+struct Slots<'a> {
+    pairs: Vec<Option<(&'a [u8], &'a [u8])>>,
+    index: Option<HashMap<&'a [u8], usize>>,
+}
+
+impl<'a> Slots<'a> {
+    fn find(&self, field: &[u8]) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(field).copied(),
+            None => self.pairs.iter().position(|p| p.is_some_and(|(f, _)| f == field)),
         }
-        while let Some((of, ov)) = old.next_if(|(of, _)| *of < f) {
-            if !push(&mut out, of, ov) {
-                return None;
-            }
-        }
-        old.next_if(|(of, _)| *of == f);
-        if let Edit::Put(_, v) = sorted[i] {
-            if !push(&mut out, f, v) {
-                return None;
-            }
-        }
-        i += 1;
     }
-    for (of, ov) in old {
-        if !push(&mut out, of, ov) {
+
+    fn apply(&mut self, edit: Edit<'a>) {
+        let f = edit.field();
+        match (edit, self.find(f)) {
+            (Edit::Put(_, v), Some(i)) => self.pairs[i] = Some((f, v)),
+            (Edit::Put(_, v), None) => {
+                if let Some(index) = &mut self.index {
+                    index.insert(f, self.pairs.len());
+                }
+                self.pairs.push(Some((f, v)));
+            }
+            (Edit::Del(_), Some(i)) => {
+                self.pairs[i] = None;
+                if let Some(index) = &mut self.index {
+                    index.remove(f);
+                }
+            }
+            (Edit::Del(_), None) => {}
+        }
+    }
+
+    /// The pairs left, in order.
+    fn live(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + '_ {
+        self.pairs.iter().flatten().copied()
+    }
+
+    /// The payload of the pairs left, and their count.
+    fn encode(&self) -> (Vec<u8>, u64) {
+        let bytes: usize = self.live().map(|(f, v)| 8 + f.len() + v.len()).sum();
+        let mut out = Vec::with_capacity(4 + bytes);
+        out.extend_from_slice(&[0; 4]);
+        let mut count = 0u32;
+        for (f, v) in self.live() {
+            push_pair(&mut out, f, v);
+            count += 1;
+        }
+        out[..4].copy_from_slice(&count.to_le_bytes());
+        (out, u64::from(count))
+    }
+}
+
+/// The payload of `payload` after `edits`, applied in order as Redis applies writes to a
+/// listpack (the module's order), and its number of pairs, or `None` when the result does
+/// not fit `limits` (the caller converts the hash).
+pub fn apply(payload: &[u8], edits: &[Edit], limits: &Limits) -> Option<(Vec<u8>, u64)> {
+    let slots = edited(payload, edits);
+    let (max_entries, max_len) = (limits.entries(), limits.value());
+    let mut count = 0usize;
+    for (f, v) in slots.live() {
+        count += 1;
+        if count > max_entries || f.len() > max_len || v.len() > max_len {
             return None;
         }
     }
-    out[..4].copy_from_slice(&(count as u32).to_le_bytes());
-    Some((out, count as u64))
+    Some(slots.encode())
+}
+
+/// [`apply`] with no limits: for a hash converted to sub-keys, and for field deltas, whose
+/// writer checked the limits.
+pub fn apply_unlimited(payload: &[u8], edits: &[Edit]) -> (Vec<u8>, u64) {
+    edited(payload, edits).encode()
+}
+
+/// The pairs of `payload` after `edits`.
+fn edited<'a>(payload: &'a [u8], edits: &[Edit<'a>]) -> Slots<'a> {
+    let pairs: Vec<_> = iter(payload).map(Some).collect();
+    let most = pairs.len() + edits.len();
+    let index = (most.saturating_mul(edits.len()) > LINEAR_COMPARISONS).then(|| {
+        let mut index = HashMap::with_capacity(most);
+        for (i, p) in pairs.iter().enumerate() {
+            if let Some((f, _)) = p {
+                index.insert(*f, i);
+            }
+        }
+        index
+    });
+    let mut slots = Slots { pairs, index };
+    for e in edits {
+        slots.apply(*e);
+    }
+    slots
 }
 
 /// Checks every invariant of `payload`; returns its number of pairs, or what is wrong (with
@@ -238,7 +297,8 @@ pub fn validate(payload: &[u8]) -> Result<u64, String> {
         return Err(format!("compact hash of {} bytes, expected a count", payload.len()));
     };
     let mut at = 4;
-    let mut prev: Option<&[u8]> = None;
+    // Each field with the byte it starts at.
+    let mut fields: Vec<(&[u8], usize)> = Vec::with_capacity((count as usize).min(1024));
     for i in 0..count {
         let Some((field, rest)) = take_chunk(&payload[at..]) else {
             return Err(format!("compact hash pair {i} of {count}: field truncated at byte {at}"));
@@ -247,10 +307,7 @@ pub fn validate(payload: &[u8]) -> Result<u64, String> {
         let Some((_, rest)) = take_chunk(rest) else {
             return Err(format!("compact hash pair {i} of {count}: value truncated at byte {vat}"));
         };
-        if prev.is_some_and(|p| p >= field) {
-            return Err(format!("compact hash pair {i}: field at byte {at} out of order"));
-        }
-        prev = Some(field);
+        fields.push((field, at));
         at = payload.len() - rest.len();
     }
     if at != payload.len() {
@@ -259,36 +316,56 @@ pub fn validate(payload: &[u8]) -> Result<u64, String> {
             payload.len() - at
         ));
     }
+    if let Some(at) = repeated(&fields) {
+        return Err(format!("compact hash: the field at byte {at} repeats an earlier one"));
+    }
     Ok(u64::from(count))
+}
+
+/// Where the first field of `fields` (each with its offset) that repeats an earlier one
+/// starts, if one does.
+fn repeated(fields: &[(&[u8], usize)]) -> Option<usize> {
+    if fields.len().saturating_mul(fields.len()) / 2 <= LINEAR_COMPARISONS {
+        return fields
+            .iter()
+            .enumerate()
+            .find(|(i, (f, _))| fields[..*i].iter().any(|(g, _)| g == f))
+            .map(|(_, (_, at))| *at);
+    }
+    let mut sorted = fields.to_vec();
+    // By field, then offset: of equal fields the later one follows the first.
+    sorted.sort_unstable();
+    sorted.windows(2).filter(|w| w[0].0 == w[1].0).map(|w| w[1].1).min()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn map<'a>(v: &[(&'a [u8], &'a [u8])]) -> BTreeMap<&'a [u8], &'a [u8]> {
-        v.iter().copied().collect()
-    }
+    type Pair<'a> = (&'a [u8], &'a [u8]);
 
     #[test]
-    fn round_trips_in_field_order() {
-        let m = map(&[(b"b", b"2"), (b"a", b""), (b"", b"empty field"), (b"ccc", b"3")]);
-        let p = encode(&m);
+    fn round_trips_in_the_given_order() {
+        let pairs: [Pair; 4] = [(b"b", b"2"), (b"a", b""), (b"", b"empty field"), (b"ccc", b"3")];
+        let p = encode(pairs);
         assert_eq!(validate(&p), Ok(4));
-        let got: Vec<_> = iter(&p).collect();
-        assert_eq!(got, m.iter().map(|(f, v)| (*f, *v)).collect::<Vec<_>>());
-        assert_eq!(to_map(&p), m);
+        assert_eq!(iter(&p).collect::<Vec<_>>(), pairs);
+        assert!(!in_field_order(&p));
         assert_eq!(get(&p, b"b"), Some(&b"2"[..]));
         assert_eq!(get(&p, b""), Some(&b"empty field"[..]));
+        assert_eq!(get(&p, b"ccc"), Some(&b"3"[..]));
         assert_eq!(get(&p, b"bb"), None);
         assert_eq!(get(&p, b"d"), None);
         assert_eq!(validate(&empty()), Ok(0));
         assert_eq!(iter(&empty()).count(), 0);
+        assert!(in_field_order(&empty()));
+        assert!(in_field_order(&encode([(&b"a"[..], &b"2"[..]), (b"b", b"1")])));
+        assert!(!in_field_order(&encode([(&b"a"[..], &b""[..]), (b"a", b"")])));
     }
 
     #[test]
     fn malformed_payloads_are_errors_and_read_without_panics() {
-        let p = encode(&map(&[(b"a", b"1"), (b"b", b"2")]));
+        let p = encode([(&b"a"[..], &b"1"[..]), (b"b", b"2")]);
         for cut in 0..p.len() {
             assert!(validate(&p[..cut]).is_err(), "cut at {cut}");
             let _ = iter(&p[..cut]).count();
@@ -297,14 +374,20 @@ mod tests {
         let mut long = p.clone();
         long.push(0);
         assert!(validate(&long).unwrap_err().contains("1 bytes follow"));
-        // Fields out of order or repeated.
-        let mut swapped = 2u32.to_le_bytes().to_vec();
-        for f in [b"b", b"a"] {
-            swapped.extend_from_slice(&1u32.to_le_bytes());
-            swapped.extend_from_slice(f);
-            swapped.extend_from_slice(&0u32.to_le_bytes());
-        }
-        assert!(validate(&swapped).unwrap_err().contains("out of order"));
+        // A repeated field, in a short payload and in one long enough to be sorted.
+        let twice = encode([(&b"b"[..], &b""[..]), (b"a", b""), (b"b", b"")]);
+        assert_eq!(
+            validate(&twice).unwrap_err(),
+            "compact hash: the field at byte 22 repeats an earlier one"
+        );
+        let names: Vec<Vec<u8>> = (0..500u32).map(|i| i.to_string().into_bytes()).collect();
+        let mut many: Vec<Pair> = names.iter().map(|n| (&n[..], &b""[..])).collect();
+        assert_eq!(validate(&encode(many.iter().copied())), Ok(500));
+        many.insert(300, (b"7", b"x"));
+        many.insert(400, (b"7", b"y"));
+        let at = 4 + many[..300].iter().map(|(f, v)| 8 + f.len() + v.len()).sum::<usize>();
+        let err = validate(&encode(many.iter().copied())).unwrap_err();
+        assert_eq!(err, format!("compact hash: the field at byte {at} repeats an earlier one"));
         // A huge length never overflows.
         let mut huge = 1u32.to_le_bytes().to_vec();
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
@@ -312,10 +395,24 @@ mod tests {
         assert_eq!(iter(&huge).count(), 0);
     }
 
+    /// Redis's listpack order as a model: the pairs in order, a write to an existing field in
+    /// place, a new field last.
+    fn model_apply<'a>(model: &mut Vec<Pair<'a>>, edit: Edit<'a>) {
+        let at = model.iter().position(|(f, _)| *f == edit.field());
+        match (edit, at) {
+            (Edit::Put(_, v), Some(i)) => model[i].1 = v,
+            (Edit::Put(f, v), None) => model.push((f, v)),
+            (Edit::Del(_), Some(i)) => {
+                model.remove(i);
+            }
+            (Edit::Del(_), None) => {}
+        }
+    }
+
     #[test]
-    fn edits_merge_like_a_map() {
+    fn edits_keep_the_insertion_order() {
         let l = Limits::new(4, 5);
-        let p = encode(&map(&[(b"b", b"2"), (b"d", b"4")]));
+        let p = encode([(&b"d"[..], &b"4"[..]), (b"b", b"2")]);
         let edits = [
             Edit::Put(b"c", b"x"),
             Edit::Del(b"b"),
@@ -323,59 +420,66 @@ mod tests {
             Edit::Put(b"c", b"3"),
             Edit::Del(b"zz"),
             Edit::Put(b"b", b"22"),
-            Edit::Del(b"d"),
+            Edit::Put(b"d", b"44"),
             Edit::Put(b"e", b""),
+            Edit::Del(b"c"),
         ];
         let (q, n) = apply(&p, &edits, &l).unwrap();
-        let want = map(&[(b"a", b"1"), (b"b", b"22"), (b"c", b"3"), (b"e", b"")]);
-        assert_eq!((to_map(&q), n), (want.clone(), 4));
-        assert_eq!(q, encode(&want));
+        let want: [Pair; 4] = [(b"d", b"44"), (b"a", b"1"), (b"b", b"22"), (b"e", b"")];
+        assert_eq!((iter(&q).collect::<Vec<_>>(), n), (want.to_vec(), 4));
+        assert_eq!(q, encode(want));
         assert_eq!(validate(&q), Ok(4));
         // Past a limit: no payload.
         assert!(apply(&q, &[Edit::Put(b"f", b"")], &l).is_none());
         assert!(apply(&q, &[Edit::Put(b"a", b"123456")], &l).is_none());
         assert!(apply(&q, &[Edit::Put(b"abcdef", b"")], &l).is_none());
         // Removing everything leaves the empty payload.
-        let all = [Edit::Del(b"a"), Edit::Del(b"b"), Edit::Del(b"c"), Edit::Del(b"e")];
+        let all = [Edit::Del(b"a"), Edit::Del(b"b"), Edit::Del(b"d"), Edit::Del(b"e")];
         assert_eq!(apply(&q, &all, &l), Some((empty(), 0)));
-        // Against a map, random edits.
+    }
+
+    #[test]
+    fn random_edits_match_the_model_with_and_without_the_table() {
         let mut seed = 7u64;
         let mut rnd = |n: u64| {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (seed >> 33) % n
         };
-        let names: Vec<Vec<u8>> = (0..8).map(|i| vec![b'a' + i]).collect();
-        let big = Limits::new(100, 100);
-        let mut model: BTreeMap<&[u8], &[u8]> = BTreeMap::new();
-        let mut payload = empty();
-        for _ in 0..300 {
-            let edits: Vec<Edit> = (0..rnd(4))
-                .map(|_| {
-                    let f = &names[rnd(8) as usize][..];
-                    if rnd(3) == 0 {
-                        Edit::Del(f)
-                    } else {
-                        Edit::Put(f, &names[rnd(8) as usize][..])
-                    }
-                })
-                .collect();
-            for e in &edits {
-                match *e {
-                    Edit::Put(f, v) => model.insert(f, v),
-                    Edit::Del(f) => model.remove(f),
-                };
+        let big = Limits::new(usize::MAX, usize::MAX);
+        // 8 names and at most 3 edits a write compare linearly; 200 names and 40 edits
+        // (up to 240 x 40 comparisons) go through the table.
+        for (names, most_edits) in [(8u32, 4u64), (200, 41)] {
+            let names: Vec<Vec<u8>> = (0..names).map(|i| i.to_string().into_bytes()).collect();
+            let pick = |r: u64| &names[(r % names.len() as u64) as usize][..];
+            let mut model: Vec<Pair> = Vec::new();
+            let mut payload = empty();
+            for _ in 0..300 {
+                let edits: Vec<Edit> = (0..rnd(most_edits))
+                    .map(|_| {
+                        let f = pick(rnd(1 << 20));
+                        if rnd(3) == 0 {
+                            Edit::Del(f)
+                        } else {
+                            Edit::Put(f, pick(rnd(1 << 20)))
+                        }
+                    })
+                    .collect();
+                for e in &edits {
+                    model_apply(&mut model, *e);
+                }
+                let (next, n) = apply(&payload, &edits, &big).unwrap();
+                assert_eq!(next, encode(model.iter().copied()));
+                assert_eq!(n, model.len() as u64);
+                assert_eq!(validate(&next), Ok(n));
+                payload = next;
             }
-            let (next, n) = apply(&payload, &edits, &big).unwrap();
-            assert_eq!(next, encode(&model));
-            assert_eq!(n, model.len() as u64);
-            payload = next;
         }
     }
 
     #[test]
     fn limits_bound_pairs_and_lengths() {
         let l = Limits::new(2, 3);
-        let fit = |pairs: &[(&[u8], &[u8])]| {
+        let fit = |pairs: &[Pair]| {
             let edits: Vec<Edit> = pairs.iter().map(|&(f, v)| Edit::Put(f, v)).collect();
             apply(&empty(), &edits, &l).is_some()
         };
@@ -387,7 +491,7 @@ mod tests {
         assert!(!fit(&[(b"a", b"")]));
         assert!(fit(&[]));
         // Lowered limits: an existing pair past them counts too.
-        let p = encode(&map(&[(b"a", b"xyz")]));
+        let p = encode([(&b"a"[..], &b"xyz"[..])]);
         l.set_entries(2);
         l.set_value(2);
         assert!(apply(&p, &[Edit::Put(b"b", b"")], &l).is_none());

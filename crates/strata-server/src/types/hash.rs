@@ -15,10 +15,11 @@ use super::notify::HASH;
 use super::number::parse_int_strict;
 use super::seen::Seen;
 use super::subkey;
-use crate::storage::LAYOUT_DELTAS;
+use crate::filing::Filing;
+use crate::storage::{LAYOUT_DELTAS, LAYOUT_HASH_ORDER};
 use strata::WriteBatch;
 
-/// (field, value) pairs of a hash, in field order.
+/// (field, value) pairs of a hash, in its order (`for_each`).
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The live hash at `key` (its metadata, to read with [`field`] and [`for_each`]);
@@ -53,24 +54,38 @@ pub fn field(ks: &Keyspace, key: &[u8], m: &Meta, f: &[u8]) -> Result<Option<Vec
     }
 }
 
-/// Visits the pairs of the hash `key` (metadata `m`) in field order from the first field at
-/// or above `from`, until `f` returns false.
+/// Visits the pairs of the hash `key` (metadata `m`) until `f` returns false: a compact
+/// hash's in the order their fields were first set (Redis's listpack order,
+/// [`compact_hash`]), a sub-key hash's in field order.
 pub fn for_each(
     ks: &Keyspace,
     key: &[u8],
     m: &Meta,
-    from: &[u8],
     mut f: impl FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<()> {
     if !m.compact {
-        return ks.scan(&ks.store.sub_cf, key, m.version, from, false, f);
+        return ks.scan(&ks.store.sub_cf, key, m.version, b"", false, f);
     }
     for (k, v) in compact_hash::iter(&m.value) {
-        if k >= from && !f(k, v) {
+        if !f(k, v) {
             break;
         }
     }
     Ok(())
+}
+
+/// Marks the store for compact hashes out of byte order before `payload`, a compact hash's,
+/// is written, when it is one (`storage::LAYOUT_HASH_ORDER`: a version that kept them in byte
+/// order would miss fields in it). A cluster node's store is marked for them at open.
+pub(super) fn mark_order(ks: &Keyspace, payload: &[u8]) -> Result<()> {
+    let st = ks.store;
+    if !matches!(st.filing, Filing::Slot)
+        || st.has_layout(LAYOUT_HASH_ORDER)
+        || compact_hash::in_field_order(payload)
+    {
+        return Ok(());
+    }
+    Ok(st.raise_layout(LAYOUT_HASH_ORDER)?)
 }
 
 /// How many pairs a whole [`for_each`] of the hash visits, when its encoding knows before
@@ -103,6 +118,7 @@ fn commit(
     let mut b;
     if m.compact {
         if let Some((payload, n)) = compact_hash::apply(&m.value, changes, ks.hash_limits) {
+            mark_order(ks, &payload)?;
             m.size = n;
             m.value = payload.into();
             if existed && n > 0 {
@@ -126,22 +142,15 @@ fn commit(
             return ks.write(b);
         }
         // Past a limit: every pair to sub-keys of a fresh version.
-        let mut pairs = compact_hash::to_map(&m.value);
-        for c in changes {
-            match *c {
-                Change::Put(f, v) => pairs.insert(f, v),
-                Change::Del(f) => pairs.remove(f),
-            };
-        }
+        let (pairs, n) = compact_hash::apply_unlimited(&m.value, changes);
         let version = st.new_version();
-        let bytes: usize = pairs.iter().map(|(f, v)| key.len() + f.len() + v.len() + 32).sum();
-        b = WriteBatch::with_capacity_bytes(bytes + 64);
-        for (f, v) in &pairs {
+        b = WriteBatch::with_capacity_bytes(pairs.len() + n as usize * (key.len() + 32) + 64);
+        for (f, v) in compact_hash::iter(&pairs) {
             b.put_cf(&*st.sub_cf, subkey::encode(st.filing, key, version, f), v);
         }
         let mut sub = Meta::composite(Kind::Hash, version);
         sub.expire_ms = m.expire_ms;
-        sub.size = pairs.len() as u64;
+        sub.size = n;
         ks.put_meta(&mut b, key, &sub);
     } else {
         let bytes: usize = changes
@@ -229,7 +238,7 @@ pub fn get_many(ks: &Keyspace, key: &[u8], fields: &[Vec<u8>]) -> Result<Vec<Opt
 pub fn all(ks: &Keyspace, key: &[u8]) -> Result<Pairs> {
     let mut v = Vec::new();
     if let Some(m) = read(ks, key)? {
-        for_each(ks, key, &m, b"", |f, val| {
+        for_each(ks, key, &m, |f, val| {
             v.push((f.to_vec(), val.to_vec()));
             true
         })?;
@@ -344,7 +353,8 @@ pub fn random_fields(ks: &Keyspace, key: &[u8], n: usize, distinct: bool) -> Res
 }
 
 /// HSCAN: walks `count` fields from the first at or above `from`, keeping the pairs whose
-/// field `keep` accepts.
+/// field `keep` accepts. A compact hash answers whole, whatever `from` and `count` (its order
+/// is not its fields'), as Redis answers for a listpack.
 pub fn scan(
     ks: &Keyspace,
     key: &[u8],
@@ -355,8 +365,16 @@ pub fn scan(
     let mut found = Vec::new();
     let mut next = None;
     if let Some(m) = read(ks, key)? {
+        if m.compact {
+            for (f, v) in compact_hash::iter(&m.value) {
+                if keep(f) {
+                    found.push((f.to_vec(), v.to_vec()));
+                }
+            }
+            return Ok(Page { items: found, next });
+        }
         let mut seen = 0;
-        for_each(ks, key, &m, from, |f, v| {
+        ks.scan(&ks.store.sub_cf, key, m.version, from, false, |f, v| {
             if seen == count {
                 next = Some(f.to_vec());
                 return false;
@@ -369,4 +387,89 @@ pub fn scan(
         })?;
     }
     Ok(Page { items: found, next })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::LAYOUT_REGISTER_DELTAS;
+    use crate::types::compact_hash::Limits;
+    use crate::types::open_test_databases;
+
+    type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn fields(pairs: &[(&str, &str)]) -> Fields {
+        pairs.iter().map(|(f, v)| (f.as_bytes().to_vec(), v.as_bytes().to_vec())).collect()
+    }
+
+    /// A compact hash lists its fields in the order they were first set, as Redis's listpack
+    /// does: a field's new value in place, a new field last, a field deleted and set again
+    /// last; whole writes and field deltas alike, and after a reopen. Past a limit the
+    /// sub-keys list them in field order.
+    #[test]
+    fn compact_hashes_keep_the_insertion_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits::new(5, 128);
+        let big = "v".repeat(100);
+        let want = fields(&[("z", "1"), ("b", &big), ("m", "33"), ("a", "4"), ("y", "2")]);
+        {
+            let dbs = open_test_databases(dir.path());
+            let ks = Keyspace::new(dbs.store(0), &limits, 0);
+            set_fields(&ks, b"h", &[(b"z", b"1"), (b"y", b"2"), (b"b", big.as_bytes())]).unwrap();
+            assert_eq!(delete_fields(&ks, b"h", &[b"y".to_vec()]).unwrap(), 1);
+            set_fields(&ks, b"h", &[(b"m", b"3"), (b"a", b"4"), (b"z", b"1")]).unwrap();
+            set_fields(&ks, b"h", &[(b"y", b"2")]).unwrap();
+            // A one-field write to a hash of 100-byte values goes as a delta.
+            let deltas = || dbs.engine().field_deltas.load(std::sync::atomic::Ordering::Relaxed);
+            let before = deltas();
+            assert_eq!(incr_by(&ks, b"h", b"m", 30).unwrap(), 33);
+            assert_eq!(deltas(), before + 1);
+            assert_eq!(all(&ks, b"h").unwrap(), want);
+            let page = scan(&ks, b"h", b"", 1, |_| true).unwrap();
+            assert_eq!((page.items, page.next), (want.clone(), None), "a compact hash scans whole");
+            let page = scan(&ks, b"h", b"c", 1, |f| f != b"b").unwrap();
+            assert_eq!(page.items.len(), 4, "whatever the cursor");
+            dbs.close().unwrap();
+        }
+        let dbs = open_test_databases(dir.path());
+        let ks = Keyspace::new(dbs.store(0), &limits, 0);
+        assert_eq!(all(&ks, b"h").unwrap(), want);
+        assert_eq!(get(&ks, b"h", b"a").unwrap().as_deref(), Some(&b"4"[..]));
+        // Past the limit of five pairs: sub-keys, in field order.
+        set_fields(&ks, b"h", &[(b"c", b"5")]).unwrap();
+        assert!(!read(&ks, b"h").unwrap().unwrap().compact);
+        let sorted =
+            fields(&[("a", "4"), ("b", &big), ("c", "5"), ("m", "33"), ("y", "2"), ("z", "1")]);
+        assert_eq!(all(&ks, b"h").unwrap(), sorted);
+        let page = scan(&ks, b"h", b"", 2, |_| true).unwrap();
+        assert_eq!((page.items, page.next), (sorted[..2].to_vec(), Some(b"c".to_vec())));
+    }
+
+    /// The first compact hash out of byte order marks the store's layout `slot-prefixed 5`
+    /// (synced, before the hash is written), which a version keeping byte order refuses at
+    /// open; hashes in byte order mark nothing.
+    #[test]
+    fn the_first_hash_out_of_byte_order_marks_a_layout_older_versions_refuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits::default();
+        let dbs = open_test_databases(dir.path());
+        let ks = Keyspace::new(dbs.store(0), &limits, 0);
+        set_fields(&ks, b"h", &[(b"a", b"1"), (b"b", b"2")]).unwrap();
+        set_fields(&ks, b"h", &[(b"c", b"3"), (b"a", b"0")]).unwrap();
+        assert_eq!(dbs.layout_marker().as_deref(), Some(crate::storage::LAYOUT));
+        let p = compact_hash::encode([(&b"a"[..], &b"1"[..]), (b"b", b"2")]);
+        mark_order(&ks, &p).unwrap();
+        assert_eq!(dbs.layout_marker().as_deref(), Some(crate::storage::LAYOUT));
+        set_fields(&ks, b"g", &[(b"b", b"1"), (b"a", b"2")]).unwrap();
+        assert_eq!(dbs.layout_marker().as_deref(), Some(LAYOUT_HASH_ORDER));
+        // A lower layout asked for later keeps the marker.
+        dbs.engine().raise_layout(LAYOUT_REGISTER_DELTAS).unwrap();
+        assert_eq!(dbs.layout_marker().as_deref(), Some(LAYOUT_HASH_ORDER));
+        dbs.close().unwrap();
+        drop(dbs);
+        let dbs = open_test_databases(dir.path());
+        let ks = Keyspace::new(dbs.store(0), &limits, 0);
+        assert!(dbs.engine().has_layout(LAYOUT_HASH_ORDER));
+        assert_eq!(all(&ks, b"g").unwrap(), fields(&[("b", "1"), ("a", "2")]));
+    }
 }

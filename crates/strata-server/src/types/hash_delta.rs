@@ -13,7 +13,7 @@
 //!
 //! An operand holds the edits of one write in its order (a later edit of a field wins), and
 //! two operands combined are one operand with the edits of both, older first. Applying
-//! operands to an entry is [`compact_hash::apply`] of all their edits with no limits: the
+//! operands to an entry is [`compact_hash::apply_unlimited`] of all their edits: the
 //! writer already checked that the result fits and is not empty, else it wrote the whole
 //! entry. The entry keeps its expiry.
 //!
@@ -32,7 +32,7 @@
 //! the WAL and the memtable, and as much again to every flush and compaction, for 100 bytes of
 //! change.
 
-use super::compact_hash::{self, take_chunk, Edit, Limits};
+use super::compact_hash::{self, take_chunk, Edit};
 use super::metadata::{Kind, Meta};
 use std::sync::Arc;
 
@@ -148,9 +148,7 @@ pub fn apply(entry: Option<&[u8]>, operands: &[&[u8]]) -> Result<Vec<u8>, String
     for (i, op) in operands.iter().enumerate() {
         decode_into(op, &mut edits).map_err(|e| format!("field delta {i}: {e}"))?;
     }
-    let unlimited = Limits::new(usize::MAX, usize::MAX);
-    let (payload, n) = compact_hash::apply(&m.value, &edits, &unlimited)
-        .ok_or("field deltas past unlimited limits")?;
+    let (payload, n) = compact_hash::apply_unlimited(&m.value, &edits);
     if n == 0 {
         return Err("field deltas that empty the hash".into());
     }
@@ -220,7 +218,7 @@ mod tests {
     fn hash(pairs: &[(&[u8], &[u8])], expire_ms: u64) -> Vec<u8> {
         let mut m = Meta::compact_hash();
         m.expire_ms = expire_ms;
-        m.value = compact_hash::encode(&pairs.iter().copied().collect()).into();
+        m.value = compact_hash::encode(pairs.iter().copied()).into();
         m.size = pairs.len() as u64;
         m.encode()
     }
@@ -247,6 +245,7 @@ mod tests {
     #[test]
     fn the_first_delta_marks_a_layout_older_versions_refuse() {
         use crate::storage::{LAYOUT, LAYOUT_DELTAS};
+        use crate::types::compact_hash::Limits;
         use crate::types::{hash, open_test_databases, Keyspace};
         let dir = tempfile::tempdir().unwrap();
         let open = || open_test_databases(dir.path());

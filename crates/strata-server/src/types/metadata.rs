@@ -19,7 +19,8 @@
 //!                      (drawn in [`super::stream`]; `value` holds those 72 bytes)
 //!  format 1 (hash only): a compact hash, every pair inline, no sub-keys:
 //!    hash:             count u32LE | (field_len u32LE | field | value_len u32LE | value)*
-//!                      (fields strictly ascending; see [`super::compact_hash`])
+//!                      (fields distinct, in the order first set; see
+//!                      [`super::compact_hash`])
 //! ```
 //!
 //! `version` names the generation of a composite key in format 0: its sub-keys carry it, so
@@ -409,8 +410,8 @@ mod tests {
     #[test]
     fn compact_hashes_round_trip_and_format_0_still_reads() {
         let mut m = Meta::compact_hash();
-        let pairs = [(&b"f1"[..], &b"v1"[..]), (b"f2", b"")].into_iter().collect();
-        m.value = crate::types::compact_hash::encode(&pairs).into();
+        let pairs = [(&b"f1"[..], &b"v1"[..]), (b"f2", b"")];
+        m.value = crate::types::compact_hash::encode(pairs).into();
         m.size = 2;
         m.expire_ms = 77;
         let raw = m.encode();

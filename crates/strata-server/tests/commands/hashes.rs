@@ -164,17 +164,91 @@ fn value(rng: &mut Rng, max_len: u64) -> String {
     std::iter::repeat_n(c, n).collect()
 }
 
+/// A hash as Redis keeps it: its pairs in the order their fields were first set while it is
+/// small (a listpack; compact here), in field order here once it passed a limit (a hash
+/// table; sub-keys here), which it stays.
+#[derive(Default, Clone, Debug)]
+struct ModelHash {
+    pairs: Vec<(String, String)>,
+    table: bool,
+}
+
+impl ModelHash {
+    fn at(&self, f: &str) -> Option<usize> {
+        self.pairs.iter().position(|(g, _)| g == f)
+    }
+
+    fn get(&self, f: &str) -> Option<&String> {
+        self.at(f).map(|i| &self.pairs[i].1)
+    }
+
+    fn contains_key(&self, f: &str) -> bool {
+        self.at(f).is_some()
+    }
+
+    /// Sets `f` (in place, or last); the value replaced.
+    fn insert(&mut self, f: String, v: String) -> Option<String> {
+        match self.at(&f) {
+            Some(i) => Some(std::mem::replace(&mut self.pairs[i].1, v)),
+            None => {
+                self.pairs.push((f, v));
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, f: &str) -> Option<String> {
+        self.at(f).map(|i| self.pairs.remove(i).1)
+    }
+
+    fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// Turns into a table when the pairs pass `limits` (entries, bytes of a field or value).
+    fn settle(&mut self, (entries, bytes): (usize, usize)) {
+        let long = self.pairs.iter().any(|(f, v)| f.len() > bytes || v.len() > bytes);
+        self.table |= self.pairs.len() > entries || long;
+    }
+
+    /// The pairs as HGETALL lists them.
+    fn listed(&self) -> Vec<(String, String)> {
+        let mut pairs = self.pairs.clone();
+        if self.table {
+            pairs.sort();
+        }
+        pairs
+    }
+}
+
+/// The compact limits `args` set (the server's defaults: 128 pairs of at most 128 bytes).
+fn limits_of(args: &[&str]) -> (usize, usize) {
+    let arg = |name: &str, default: usize| {
+        let at = args.iter().position(|a| *a == name);
+        at.map_or(default, |i| args[i + 1].parse().unwrap())
+    };
+    (arg("--hash-max-listpack-entries", 128), arg("--hash-max-listpack-value", 128))
+}
+
 /// Runs the model on a server started with `args` over `seeds` seeds with values up to
 /// `max_len` bytes; returns how often OBJECT ENCODING named each encoding.
 fn run_model(args: &[&str], seeds: u64, max_len: u64) -> BTreeMap<String, usize> {
+    let limits = limits_of(args);
     let srv = Server::start(args);
     let mut c = srv.conn();
     let mut encodings = BTreeMap::new();
     for seed in 1..=seeds {
         let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
-        let mut model: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+        let mut model: HashMap<String, ModelHash> = HashMap::new();
         let mut rng = Rng::new(seed);
         for _ in 0..500 {
+            for h in model.values_mut() {
+                h.settle(limits);
+            }
             let k = format!("h{}", rng.below(4));
             let f = format!("f{}", rng.below(15));
             match rng.below(9) {
@@ -209,18 +283,18 @@ fn run_model(args: &[&str], seeds: u64, max_len: u64) -> BTreeMap<String, usize>
                     }
                 }
                 4 => {
-                    let got: BTreeMap<String, String> = c.hgetall(&k).unwrap();
-                    assert_eq!(got, model.get(&k).cloned().unwrap_or_default());
+                    let got: Vec<(String, String)> = c.hgetall(&k).unwrap();
+                    assert_eq!(got, model.get(&k).map(ModelHash::listed).unwrap_or_default());
                     let keys: Vec<String> = c.hkeys(&k).unwrap();
-                    assert_eq!(keys, got.keys().cloned().collect::<Vec<_>>());
+                    assert_eq!(keys, got.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>());
                     let vals: Vec<String> = c.hvals(&k).unwrap();
-                    assert_eq!(vals, got.values().cloned().collect::<Vec<_>>());
+                    assert_eq!(vals, got.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>());
                 }
                 5 => {
                     let n: i64 = c.hdel(&k, &f).unwrap();
                     let removed = model.get_mut(&k).and_then(|h| h.remove(&f)).is_some();
                     assert_eq!(n, i64::from(removed));
-                    if model.get(&k).is_some_and(|h| h.is_empty()) {
+                    if model.get(&k).is_some_and(ModelHash::is_empty) {
                         model.remove(&k);
                     }
                 }
@@ -246,7 +320,9 @@ fn run_model(args: &[&str], seeds: u64, max_len: u64) -> BTreeMap<String, usize>
                         redis::cmd("HSETNX").arg(&k).arg(&f).arg(&v).query(&mut c).unwrap();
                     let h = model.entry(k).or_default();
                     assert_eq!(n, i64::from(!h.contains_key(&f)));
-                    h.entry(f).or_insert(v);
+                    if !h.contains_key(&f) {
+                        h.insert(f, v);
+                    }
                 }
                 8 if rng.below(2) == 0 => {
                     // Keyspace commands keep a hash whole in either encoding.
@@ -295,7 +371,7 @@ fn run_model(args: &[&str], seeds: u64, max_len: u64) -> BTreeMap<String, usize>
                 }
                 cursor = next;
             }
-            assert_eq!(&seen, h);
+            assert_eq!(seen, h.pairs.iter().cloned().collect::<BTreeMap<_, _>>());
         }
     }
     encodings

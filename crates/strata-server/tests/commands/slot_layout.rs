@@ -118,7 +118,7 @@ fn a_cluster_nodes_entries_lead_with_their_partition_and_each_view_sees_its_own(
     // The store is marked for cluster mode: a standalone open refuses it, and the other way
     // round, naming the directory and the layouts.
     let text = open(tmp.path()).err().expect("a cluster store opened standalone").to_string();
-    assert!(text.contains("partition-prefixed 1") && text.contains("standalone"), "{text}");
+    assert!(text.contains("partition-prefixed 2") && text.contains("standalone"), "{text}");
     let standalone = tempfile::tempdir().unwrap();
     {
         let sh = in_process(standalone.path());
@@ -129,6 +129,34 @@ fn a_cluster_nodes_entries_lead_with_their_partition_and_each_view_sees_its_own(
     let text = text.to_string();
     assert!(text.contains("slot-prefixed 1") && text.contains("cluster mode"), "{text}");
     assert!(text.contains(&standalone.path().display().to_string()), "{text}");
+}
+
+/// A cluster node's store marked `partition-prefixed 1` (written when compact hashes were
+/// kept in byte order) opens, keeps its keys, and is marked `partition-prefixed 2` at once: a
+/// version reading only the first refuses it from then on, as its compact hashes may come in
+/// the order their fields were set.
+#[test]
+fn a_cluster_store_of_byte_ordered_hashes_is_remarked_at_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = |sh: &Shared| {
+        let records = sh.dbs.engine().server_records(storage::LAYOUT_KEY).unwrap();
+        records.into_iter().find(|(k, _)| k == storage::LAYOUT_KEY).map(|(_, v)| v)
+    };
+    {
+        let sh = partitioned(tmp.path()).unwrap();
+        assert_eq!(marker(&sh).as_deref(), Some(storage::LAYOUT_PARTITIONS));
+        let _serving = serve_partition(Some(3));
+        run_ok(&sh, &["HSET", "h", "a", "1", "b", "2"]);
+        let old = storage::LAYOUT_PARTITIONS_BYTE_ORDER;
+        let record = (storage::LAYOUT_KEY.to_vec(), Some(old.to_vec()));
+        sh.dbs.engine().write_server_records(&[record]).unwrap();
+        sh.dbs.close().unwrap();
+    }
+    let sh = partitioned(tmp.path()).unwrap();
+    assert_eq!(marker(&sh).as_deref(), Some(storage::LAYOUT_PARTITIONS));
+    let _serving = serve_partition(Some(3));
+    let reply = run_ok(&sh, &["HGETALL", "h"]);
+    assert_eq!(reply, b"*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n");
 }
 
 /// Commands of every type, run for `partition` on a cluster node's store (`None`: a

@@ -14,7 +14,6 @@ use crate::types::stream::group::{put_whole, Nack, WholeGroup};
 use crate::types::stream::node::Node;
 use crate::types::stream::{self, info, Stream, StreamId, TAG_NODE};
 use crate::types::{hash, score, subkey};
-use std::collections::BTreeMap;
 use strata::WriteBatch;
 
 /// DUMP: the value at `key`; `None` when there is no such key.
@@ -33,7 +32,7 @@ pub fn read_of(ks: &Keyspace, key: &[u8], m: Meta) -> Result<Value> {
         Kind::String => Value::String(m.value.into_vec()),
         Kind::Hash => {
             let mut pairs = Vec::with_capacity(m.size as usize);
-            hash::for_each(ks, key, &m, b"", |f, v| {
+            hash::for_each(ks, key, &m, |f, v| {
                 pairs.push((f.to_vec(), v.to_vec()));
                 true
             })?;
@@ -201,7 +200,7 @@ pub fn restore(
         }
         return Ok(Restored::Expired(exists));
     }
-    let mut m = put_value(ks, &mut b, key, value);
+    let mut m = put_value(ks, &mut b, key, value)?;
     m.expire_ms = expire_ms;
     ks.put_meta(&mut b, key, &m);
     ks.write(b)?;
@@ -213,9 +212,9 @@ pub fn restore(
 
 /// Puts the records of `value` under `key` at a fresh version into `b`; its metadata (to
 /// put after its expiry is set).
-fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Meta {
+fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Result<Meta> {
     let st = ks.store;
-    match value {
+    Ok(match value {
         Value::String(s) => Meta::string(s.clone(), 0),
         Value::List(items) => {
             let mut m = Meta::composite(Kind::List, st.new_version());
@@ -259,12 +258,14 @@ fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Me
                     .iter()
                     .all(|(f, v)| f.len() <= limits.value() && v.len() <= limits.value());
             if compact {
-                let map: BTreeMap<&[u8], &[u8]> =
-                    pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
+                // In the value's order: a listpack's is Redis's insertion order.
+                let payload =
+                    compact_hash::encode(pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())));
+                hash::mark_order(ks, &payload)?;
                 let mut m = Meta::compact_hash();
-                m.value = compact_hash::encode(&map).into();
-                m.size = map.len() as u64;
-                return m;
+                m.value = payload.into();
+                m.size = pairs.len() as u64;
+                return Ok(m);
             }
             let mut m = Meta::composite(Kind::Hash, st.new_version());
             for (f, v) in pairs {
@@ -274,7 +275,7 @@ fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Me
             m
         }
         Value::Stream(sv) => put_stream(ks, b, key, sv).to_meta(),
-    }
+    })
 }
 
 /// Puts a stream's records (entries, nodes, groups) into `b`; its counters.
