@@ -8,7 +8,8 @@
 //! stop and start), `PAUSE-CRON` (the periodic rounds, Redis's `serverCron`: active expiry and
 //! the clients' round, held; the WAL's once-a-second sync is not), `OBJECT` (encoding,
 //! serialized length, idle time), `RELOAD` and `LOADAOF` (Redis saves its dataset or AOF and
-//! loads it back; the data here live in the engine's files, so both are SAVE), `DIGEST` and
+//! loads it back; the data here live in the engine's files, so both are SAVE, and RELOAD's
+//! options are checked and answered as Redis's: [`reload`]), `DIGEST` and
 //! `DIGEST-VALUE` (`commands::digest`), `PROTOCOL`
 //! (a reply of each RESP type, as Redis's), `SET-DISABLE-DENY-SCRIPTS` (scripts may call the
 //! commands flagged `noscript`), `QUICKLIST-PACKED-THRESHOLD` (checked as Redis checks it; a
@@ -57,7 +58,7 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             "JMAP",
             "    No effect here (no Java).",
             "LOADAOF",
-            "    As RELOAD.",
+            "    SAVE, as RELOAD without options.",
             "LOG <message>",
             "    Write <message> to the server's standard error.",
             "OBJECT <key>",
@@ -70,9 +71,10 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             "    set, map, attrib, push, verbatim, true or false.",
             "QUICKLIST-PACKED-THRESHOLD <size>",
             "    Checked as Redis checks it; no effect here (a list has one encoding).",
-            "RELOAD",
-            "    SAVE: every database's memtables written to its files (the dataset read",
-            "    from them is the one there was).",
+            "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
+            "    SAVE (not with NOSAVE): every database's memtables written to its files (the",
+            "    dataset read from them is the one there was). NOFLUSH without MERGE fails,",
+            "    as Redis's load would, when a key or function library exists.",
             "SET-DISABLE-DENY-SCRIPTS <0|1>",
             "    Let scripts call the commands they may not (those flagged noscript).",
             "SET-ACTIVE-EXPIRE <0|1>",
@@ -132,9 +134,10 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             );
         }
         out.ok();
-    } else if is(sub, "reload") || is(sub, "loadaof") {
-        // SAVE's work (Redis's DEBUG RELOAD saves first, and counts as a save); Redis's
-        // options (MERGE, NOFLUSH, NOSAVE) only change how its file is read back.
+    } else if is(sub, "reload") {
+        return reload(sh, c, a, out);
+    } else if is(sub, "loadaof") {
+        // SAVE's work (Redis saves its AOF and loads it back).
         return super::persistence::save(sh, c, a, out);
     } else if is(sub, "populate") && (1..=3).contains(&args) {
         let count = positive(&a[2])?;
@@ -248,4 +251,51 @@ fn protocol(kind: &[u8], out: &mut Out) {
              string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
         ),
     }
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: Redis saves its dataset (unless NOSAVE), empties
+/// it (unless NOFLUSH) and loads the file back, merging into what is left only with MERGE.
+/// The data here live in the engine's files, so the save is SAVE's work and the load changes
+/// nothing, with Redis's one failure kept: a load that neither flushes nor merges meets every
+/// key and function library again, which Redis refuses ("Error trying to load the RDB dump";
+/// it stops at a library it already has, and a key it already has would end the server), so
+/// it fails here whenever a database holds a key or a library is loaded.
+fn reload(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    let (mut merge, mut flush, mut save) = (false, true, true);
+    for opt in &a[2..] {
+        if is(opt, "merge") {
+            merge = true;
+        } else if is(opt, "noflush") {
+            flush = false;
+        } else if is(opt, "nosave") {
+            save = false;
+        } else {
+            return Err(
+                "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.".into()
+            );
+        }
+    }
+    if save {
+        super::persistence::save(sh, c, a, &mut Out { buf: Vec::new(), resp3: out.resp3 })?;
+    }
+    if !flush && !merge && holds_anything(sh)? {
+        return Err("ERR Error trying to load the RDB dump".into());
+    }
+    out.ok();
+    Ok(())
+}
+
+/// Whether a function library is loaded or a database holds a key (an expired one not yet
+/// removed counts: Redis's load would meet it too unless its save had dropped it).
+fn holds_anything(sh: &Shared) -> Result<bool, CmdError> {
+    if !sh.scripts.libraries().is_empty() {
+        return Ok(true);
+    }
+    for (db, _) in sh.dbs.each() {
+        let first = crate::types::keys::scan(&sh.keyspace(db), b"", 1, |_, _, _| true)?;
+        if !first.items.is_empty() || first.next.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

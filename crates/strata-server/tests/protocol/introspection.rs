@@ -908,6 +908,42 @@ fn expiry_held(c: &mut Raw, [sub, hold, resume]: [&str; 3], deleted: u64) {
     }
 }
 
+/// DEBUG RELOAD's options as redis-server 7.0.15 answers them: a reload that neither flushes
+/// nor merges fails while a function library or a key (in any database) exists, where
+/// Redis's load meets them again (a library: this error; a key: Redis ends, here the same
+/// error); with MERGE, or nothing to meet, it succeeds; an unknown option is refused. Nothing
+/// is lost either way.
+#[test]
+fn debug_reload_checks_its_options_as_redis_does() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = srv.raw();
+    let ok = || Reply::Simple("OK".into());
+    let failed = Reply::Error("ERR Error trying to load the RDB dump".into());
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOFLUSH"]), ok());
+    let lib = "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Reply::bulk("lib1"));
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "noflush"]), failed);
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOFLUSH", "MERGE"]), ok());
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]), ok());
+    assert_eq!(c.cmd(&["FCALL", "f1", "0"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["FUNCTION", "FLUSH"]), ok());
+    assert_eq!(c.cmd(&["SELECT", "3"]), ok());
+    assert_eq!(c.cmd(&["SET", "k", "v"]), ok());
+    assert_eq!(c.cmd(&["SELECT", "0"]), ok());
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOFLUSH", "NOSAVE"]), failed);
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), ok());
+    assert_eq!(
+        c.cmd(&["DEBUG", "RELOAD", "MERGE", "BOGUS"]),
+        Reply::Error(
+            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.".into()
+        )
+    );
+    assert_eq!(c.cmd(&["SELECT", "3"]), ok());
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+    assert_eq!(c.cmd(&["FLUSHALL"]), ok());
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOFLUSH"]), ok());
+}
+
 /// DEBUG as redis-server 7.0 guards it: refused by default (`enable-debug-command no`) with
 /// Redis's text, after the arity check; with `yes` (or `local`, from loopback) it serves
 /// OBJECT, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, RELOAD (a SAVE), ERROR and HELP.
