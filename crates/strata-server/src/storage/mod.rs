@@ -94,8 +94,9 @@ pub fn layout_rank(marker: &[u8]) -> Option<u8> {
 /// The layout of a cluster node's store: every key filed under its partition, then its slot
 /// (`crate::filing`), and compact hashes in the order their fields were first set. Neither
 /// mode reads the other's keys, so each refuses the other's layouts. A store marked
-/// [`LAYOUT_PARTITIONS_BYTE_ORDER`] is remarked with this one at open, before any write: its
-/// writes and the snapshots and entries it applies are not looked at one by one.
+/// [`LAYOUT_PARTITIONS_BYTE_ORDER`] is remarked with this one at open, before any write: a
+/// node's writes reach its store as replicated batches and snapshots, which are not looked
+/// at one by one, so the node allows such hashes from its open on.
 pub const LAYOUT_PARTITIONS: &[u8] = b"partition-prefixed 2";
 /// A cluster node's store whose compact hashes are in byte order (written by a version that
 /// kept them so; read alike).

@@ -187,9 +187,9 @@ impl<'a> Edit<'a> {
     }
 }
 
-/// Past this many field comparisons, [`apply`] and [`validate`] find fields through a hash
-/// table instead of comparing each with every pair (`CONFIG SET` may allow compact hashes of
-/// any size).
+/// Past this many field comparisons, [`apply`] finds fields through a hash table and
+/// [`validate`] finds repeats by sorting, instead of comparing each field with every pair
+/// (`CONFIG SET` may allow compact hashes of any size).
 const LINEAR_COMPARISONS: usize = 4096;
 
 /// The pairs of a hash being edited, in order, a deleted one left as `None` so that the
