@@ -239,9 +239,9 @@ pub fn count(ks: &Keyspace, mut keep: impl FnMut(&[u8], &[u8]) -> bool) -> Resul
 /// [`count`] counts).
 pub fn stats(ks: &Keyspace) -> Result<(u64, u64)> {
     let (mut keys, mut expires) = (0u64, 0u64);
-    ks.scan_stored_keys(|_, _, m| {
+    ks.scan_stored_keys(|_, _, expire_ms| {
         keys += 1;
-        expires += u64::from(m.expire_ms != 0);
+        expires += u64::from(expire_ms != 0);
         true
     })?;
     Ok((keys, expires))

@@ -320,11 +320,12 @@ impl<'a> Keyspace<'a> {
 
     /// Visits every key record from the start in stored order, as [`Keyspace::scan_keys`]
     /// does, keys whose expiry passed but that are still stored included (DBSIZE and INFO
-    /// keyspace count them until they are removed, as Redis's counts do).
-    pub fn scan_stored_keys(&self, mut f: impl FnMut(&[u8], &[u8], &Meta) -> bool) -> Result<()> {
-        self.store.scan_meta(b"", |at, k, v| match Meta::decode(v) {
-            Ok(m) => f(at, k, &m),
-            Err(_) => true,
+    /// keyspace count them until they are removed, as Redis's counts do), with its expiry (0:
+    /// none); the records [`Meta::decode`] refuses are left out. No payload is copied.
+    pub fn scan_stored_keys(&self, mut f: impl FnMut(&[u8], &[u8], u64) -> bool) -> Result<()> {
+        self.store.scan_meta(b"", |at, k, v| match Meta::stored_expiry(v) {
+            Some(expire_ms) => f(at, k, expire_ms),
+            None => true,
         })?;
         Ok(())
     }

@@ -270,6 +270,12 @@ impl Meta {
         Ok(m)
     }
 
+    /// The expiry of the entry `b` (0: none) when [`Meta::decode`] accepts it, without
+    /// copying its payload: for walks that only count keys (DBSIZE, INFO keyspace).
+    pub fn stored_expiry(b: &[u8]) -> Option<u64> {
+        Meta::header(b, true).ok().map(|(m, _)| m.expire_ms)
+    }
+
     /// Decodes an entry that [`Meta::decode`] accepted before (a cached copy), without
     /// checking a compact hash's payload again; the payload shares `raw`. Never panics: an
     /// entry that does not decode reads as an empty string.
@@ -404,6 +410,27 @@ mod tests {
                 m.tail = 8;
             }
             assert_eq!(Meta::decode(&m.encode()).unwrap(), m);
+        }
+    }
+
+    /// The walks' light decoding agrees with `decode` on which entries count, and reads
+    /// the expiry.
+    #[test]
+    fn stored_expiry_counts_what_decode_accepts() {
+        let mut s = Meta::string(b"value".to_vec(), 0);
+        s.expire_ms = 42;
+        assert_eq!(Meta::stored_expiry(&s.encode()), Some(42));
+        let mut h = Meta::compact_hash();
+        h.value = crate::types::compact_hash::encode([(&b"f"[..], &b"v"[..])]).into();
+        h.size = 1;
+        let raw = h.encode();
+        assert_eq!(Meta::stored_expiry(&raw), Some(0));
+        let repeated = crate::types::compact_hash::encode([(&b"f"[..], &b""[..]), (b"f", b"")]);
+        let mut bad = raw[..9].to_vec();
+        bad.extend_from_slice(&repeated);
+        for b in [&bad[..], &raw[..5], &[0x0f; 9][..]] {
+            assert!(Meta::decode(b).is_err());
+            assert_eq!(Meta::stored_expiry(b), None);
         }
     }
 
