@@ -148,8 +148,15 @@ pub fn get<'a>(payload: &'a [u8], field: &[u8]) -> Option<&'a [u8]> {
 }
 
 /// The payload of `pairs` (distinct fields), in their order.
-pub fn encode<'a>(pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
-    let mut out = empty();
+pub fn encode<'a, I>(pairs: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    I::IntoIter: Clone,
+{
+    let pairs = pairs.into_iter();
+    let bytes: usize = pairs.clone().map(|(f, v)| 8 + f.len() + v.len()).sum();
+    let mut out = Vec::with_capacity(4 + bytes);
+    out.extend_from_slice(&[0; 4]);
     let mut count = 0u32;
     for (f, v) in pairs {
         push_pair(&mut out, f, v);
@@ -229,22 +236,15 @@ impl<'a> Slots<'a> {
     }
 
     /// The pairs left, in order.
-    fn live(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + '_ {
+    fn live(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone + '_ {
         self.pairs.iter().flatten().copied()
     }
 
     /// The payload of the pairs left, and their count.
     fn encode(&self) -> (Vec<u8>, u64) {
-        let bytes: usize = self.live().map(|(f, v)| 8 + f.len() + v.len()).sum();
-        let mut out = Vec::with_capacity(4 + bytes);
-        out.extend_from_slice(&[0; 4]);
-        let mut count = 0u32;
-        for (f, v) in self.live() {
-            push_pair(&mut out, f, v);
-            count += 1;
-        }
-        out[..4].copy_from_slice(&count.to_le_bytes());
-        (out, u64::from(count))
+        let out = encode(self.live());
+        let n = count(&out);
+        (out, n)
     }
 }
 
