@@ -4,7 +4,8 @@
 //! - [`crash`]: the kill -9 crash loop (parent process + `--child` writer, expected-state file).
 //! - [`power`]: the in-process power-loss loop on `MemFs` + `FaultFs` (exact-prefix check).
 //! - [`iofault`]: the I/O error loop (EIO, ENOSPC, failed fsync at the Nth I/O).
-//! - [`ops_crash`]: crashes inside checkpoints, backups, ingestions and TTL compactions.
+//! - [`ops_crash`]: crashes inside checkpoints, backups, ingestions, OPTIONS file writes and
+//!   TTL compactions.
 //! - [`corruption`]: the corruption matrix (flips, zeroed pages, truncation, garbage, deletion).
 //! - [`fuzz`]: the fuzz targets' bodies, shared by `fuzz/` and the corpus replay test.
 //! - [`expected`], [`value`], [`workload`], [`verify`]: the oracle, the self-checking values,

@@ -1,4 +1,5 @@
-//! Crashes during checkpoints, backups, ingestions, a TTL DB's expiring compactions,
+//! Crashes during checkpoints, backups, ingestions, OPTIONS file writes (a family created
+//! or dropped, options set), a TTL DB's expiring compactions,
 //! two-phase commits (`two_phase_crash.rs`) and the writes, flushes and compactions of a DB
 //! whose keys carry user-defined timestamps (`ts_crash.rs`), on `MemFs` behind `FaultFs`.
 //!
@@ -32,8 +33,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::{CrashMode, FaultFs, FaultKind, FaultOp, FaultRule, FileSystem, MemFs};
 use strata::{
-    BackupEngine, Checkpoint, Db, DbWithTtl, IngestExternalFileOptions, IteratorMode, Options,
-    SstFileWriter, TtlClock, WriteBatch, WriteOptions,
+    BackupEngine, Cache, Checkpoint, Db, DbWithTtl, Env, IngestExternalFileOptions, IteratorMode,
+    Options, SstFileWriter, TtlClock, WriteBatch, WriteOptions,
 };
 
 /// What a run did.
@@ -93,7 +94,8 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mem = MemFs::new();
     let fault = FaultFs::new(Arc::new(mem.clone()), seed);
-    match rng.gen_range(0..6) {
+    match rng.gen_range(0..7) {
+        3 => return options_cycle(&mut rng, &mem, &fault, sum),
         0 => {
             let plain = rng.gen_bool(0.5);
             return ttl_cycle(&mut rng, &mem, &fault, sum, plain);
@@ -218,6 +220,73 @@ fn one_cycle(seed: u64, sum: &mut OpsCrashSummary) -> Result<(), String> {
         }
         let db = Db::open(&plain, "/db").map_err(e("reopen the source"))?;
         Checkpoint::create(&db, "/cp").map_err(e("a checkpoint after the crash"))?;
+    }
+    Ok(())
+}
+
+/// Builds a DB with a family `a`, cuts the filesystem off while a family is created or
+/// dropped or the default family's options are set (each writes a new OPTIONS file),
+/// crashes, and checks that `Options::load_latest` then reads the options from before the
+/// change or after it (after it whenever the change was acknowledged), never an error, and
+/// that the DB reopens holding its data.
+fn options_cycle(
+    rng: &mut StdRng,
+    mem: &MemFs,
+    fault: &FaultFs,
+    sum: &mut OpsCrashSummary,
+) -> Result<(), String> {
+    let opts = Options { create_missing_column_families: true, ..options(Arc::new(fault.clone())) };
+    let db = Db::open_cf(&opts, "/db", ["a"]).map_err(e("open"))?;
+    let sync = WriteOptions { sync: true, ..WriteOptions::default() };
+    let mut model = BTreeMap::new();
+    for i in 0..rng.gen_range(10..100u32) {
+        let k = format!("k{i:04}").into_bytes();
+        db.put_opt(&k, b"v", &sync).map_err(e("put"))?;
+        model.insert(k, b"v".to_vec());
+    }
+    let (small, large) = (opts.write_buffer_size, opts.write_buffer_size * 2);
+    let change = rng.gen_range(0..3);
+    let families = |created: bool| match change {
+        0 if created => vec!["default", "a", "b"],
+        1 if created => vec!["default"],
+        _ => vec!["default", "a"],
+    };
+    arm(rng, fault, "options.");
+    let result = match change {
+        0 => db.create_cf("b", &Options::default()),
+        1 => db.drop_cf("a"),
+        _ => db.set_options(&[("write_buffer_size", &large.to_string())]),
+    };
+    drop(db);
+    let mode = crash(rng, mem, fault, sum, result.is_err());
+
+    // Before any reopen, which writes an OPTIONS file of its own.
+    let env = Env::from_file_system(Arc::new(mem.clone()));
+    let (loaded, cfs) = Options::load_latest("/db", env, false, Cache::new_lru_cache(1 << 20))
+        .map_err(e(&format!("{mode:?}: load_latest after the crash")))?;
+    let names: Vec<&str> = cfs.iter().map(|c| c.name()).collect();
+    let (before, after) = (families(false), families(true));
+    let size = loaded.write_buffer_size;
+    let changed = if change == 2 { size == large } else { names == after };
+    let unchanged = if change == 2 { size == small } else { names == before };
+    // Either state is possible after an interrupted change; an acknowledged one is durable.
+    let allowed = if result.is_ok() { changed } else { changed || unchanged };
+    if !allowed {
+        return Err(format!(
+            "{mode:?}: change {change} (acknowledged: {}) loads families {names:?}, \
+             write_buffer_size {size}",
+            result.is_ok()
+        ));
+    }
+    if changed {
+        sum.complete_after_crash += 1;
+    }
+    let plain = options(Arc::new(mem.clone()));
+    let names = Db::list_cf(&plain, "/db").map_err(e("list families after the crash"))?;
+    let others: Vec<&String> = names.iter().filter(|n| *n != "default").collect();
+    let db = Db::open_cf(&plain, "/db", others).map_err(e("reopen after the crash"))?;
+    if contents(&db)? != model {
+        return Err(format!("{mode:?}: the DB changed"));
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
-//! Crashes during checkpoints, backups, ingestions and a TTL DB's
+//! Crashes during checkpoints, backups, ingestions, OPTIONS file writes and a TTL DB's
 //! expiring compactions: the source DB is intact (an ingestion all there or absent, a TTL DB
-//! showing exactly the live values), a checkpoint or backup is either absent or complete.
+//! showing exactly the live values), a checkpoint or backup is either absent or complete, the
+//! options load as before or after their change.
 //! Its own test binary: the kill point configuration is process-global. `STRATA_STRESS_SEED`
 //! (default 1) changes the run.
 

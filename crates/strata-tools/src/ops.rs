@@ -9,8 +9,8 @@ use strata::env::OsFs;
 use strata::inspect::{all_intact, read_manifest, verify_db, EditItem};
 
 use strata::{
-    BackupEngine, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, Direction, IteratorMode,
-    Options, ReadOptions,
+    BackupEngine, Cache, Checkpoint, ColumnFamily, ColumnFamilyDescriptor, Db, Direction, Env,
+    IteratorMode, Options, ReadOptions,
 };
 
 use crate::dump::{dump_blob, dump_manifest, dump_sst, dump_wal};
@@ -178,14 +178,21 @@ fn open_backups(dir: &Path) -> Result<BackupEngine> {
     Ok(BackupEngine::open(&Options::default(), dir)?)
 }
 
-/// Default options with enough levels for the DB at `path`: one more than the deepest level
-/// its MANIFEST adds a table to. A universal or tiered DB keeps its sorted runs down to its
-/// `num_levels` (often 40), and an open with the default 7 would refuse it.
-fn db_options(path: &Path) -> Result<Options> {
-    let mut opts = Options::default();
+/// The options of the DB at `path` and of each of its families but `default`: those of its
+/// newest OPTIONS file (`Options::load_latest`, options this build does not know skipped),
+/// so a compaction writes tables as the DB's own opens do; defaults for a DB without one,
+/// and for a family the MANIFEST has and the file does not (created just before a crash).
+/// Each with enough levels: one more than the deepest level its MANIFEST adds a table to (a
+/// universal or tiered DB keeps its sorted runs down to its `num_levels`, often 40, which an
+/// open with the default 7 would refuse). No DB there yet: defaults, no families (the open
+/// reports that).
+fn db_options(path: &Path) -> Result<(Options, Vec<ColumnFamilyDescriptor>)> {
     if !path.join("CURRENT").is_file() {
-        return Ok(opts);
+        return Ok((Options::default(), Vec::new()));
     }
+    let cache = Cache::new_lru_cache(Options::default().block_cache_size);
+    let (mut opts, saved) = Options::load_latest(path, Env::new()?, true, cache)
+        .with_context(|| format!("reading the options of {}", path.display()))?;
     let manifest = current_manifest(path)?;
     let records = read_manifest(&OsFs, &manifest)
         .with_context(|| format!("reading MANIFEST {}", manifest.display()))?;
@@ -197,38 +204,41 @@ fn db_options(path: &Path) -> Result<Options> {
             _ => None,
         })
         .max();
-    if let Some(level) = deepest {
-        opts.num_levels = opts.num_levels.max(level + 1);
-    }
-    Ok(opts)
-}
-
-/// Descriptors of every column family but `default` of the DB in `path`, each with `opts`
-/// (none when there is no DB there yet: the open reports that).
-fn other_families(path: &Path, opts: &Options) -> Result<Vec<ColumnFamilyDescriptor>> {
-    if !path.join("CURRENT").is_file() {
-        return Ok(Vec::new());
-    }
-    let names = Db::list_cf(opts, path)
+    let fit = |o: &mut Options| {
+        o.error_if_exists = false;
+        if let Some(level) = deepest {
+            o.num_levels = o.num_levels.max(level + 1);
+        }
+    };
+    fit(&mut opts);
+    let names = Db::list_cf(&opts, path)
         .with_context(|| format!("listing the column families of {}", path.display()))?;
-    Ok(names
+    let families = names
         .into_iter()
         .filter(|n| n != "default")
-        .map(|n| ColumnFamilyDescriptor::new(n, opts.clone()))
-        .collect())
+        .map(|n| {
+            let mut o = saved
+                .iter()
+                .find(|d| d.name() == n)
+                .map_or_else(|| opts.clone(), |d| d.options().clone());
+            fit(&mut o);
+            ColumnFamilyDescriptor::new(n, o)
+        })
+        .collect();
+    Ok((opts, families))
 }
 
 fn open_read_only(cli: &Cli) -> Result<Db> {
     let path = db_path(cli)?;
-    let opts = db_options(path)?;
-    Db::open_cf_descriptors_read_only(&opts, path, other_families(path, &opts)?, false)
+    let (opts, families) = db_options(path)?;
+    Db::open_cf_descriptors_read_only(&opts, path, families, false)
         .with_context(|| format!("opening {} read-only", path.display()))
 }
 
 fn open_read_write(cli: &Cli) -> Result<Db> {
     let path = db_path(cli)?;
-    let opts = db_options(path)?;
-    Db::open_cf_descriptors(&opts, path, other_families(path, &opts)?)
+    let (opts, families) = db_options(path)?;
+    Db::open_cf_descriptors(&opts, path, families)
         .with_context(|| format!("opening {}", path.display()))
 }
 

@@ -9,6 +9,8 @@
 //! NNNNNN.sst         table
 //! NNNNNN.blob        blob file: values kept out of the tables (`crate::blob`)
 //! NNNNNN.dbtmp       temporary file (CURRENT being replaced)
+//! OPTIONS-NNNNNN     the options the DB was last opened or changed with (`db/options_file.rs`)
+//! OPTIONS-NNNNNN.dbtmp  an OPTIONS file being written
 //! archive/NNNNNN.log an archived WAL, in the WAL directory (`Options::wal_ttl_seconds`)
 //! ```
 //! All numbers come from one counter ([`FileNumber`]).
@@ -28,6 +30,8 @@ pub(crate) enum FileKind {
     Table(FileNumber),
     Blob(FileNumber),
     Temp(FileNumber),
+    Options(FileNumber),
+    OptionsTemp(FileNumber),
 }
 
 pub(crate) fn current_path(dir: &Path) -> PathBuf {
@@ -101,6 +105,12 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
     }
     if let Some(rest) = name.strip_prefix("MANIFEST-") {
         return parse_number(rest).map(FileKind::Manifest);
+    }
+    if let Some(rest) = name.strip_prefix("OPTIONS-") {
+        return match rest.strip_suffix(".dbtmp") {
+            Some(n) => parse_number(n).map(FileKind::OptionsTemp),
+            None => parse_number(rest).map(FileKind::Options),
+        };
     }
     let (stem, ext) = name.rsplit_once('.')?;
     let n = parse_number(stem)?;

@@ -52,7 +52,7 @@ mod env_handle;
 pub(crate) mod iterate_bounds;
 mod log_dump;
 mod logger;
-mod parse;
+pub(crate) mod parse;
 mod per_call;
 mod setters;
 mod statistics;

@@ -6,6 +6,7 @@ mod blob_files;
 mod column_families;
 mod golden;
 mod levels;
+mod own_options;
 
 use std::process::{Command, Output};
 

@@ -1,13 +1,16 @@
-//! `Options::load_latest`: the options of an existing DB and its column families.
+//! `Options::load_latest`: the options of an existing DB and its column families, from its
+//! newest OPTIONS file (`db/options_file.rs`), as RocksDB's `LoadLatestOptions`.
 //!
-//! RocksDB reads them from the newest `OPTIONS-<n>` file. Strata writes no OPTIONS file
-//! (options are given at every open and never stored), so this reads what the DB does record:
-//! the names of its column families, from the MANIFEST (as `Db::list_cf`). Each family gets
-//! default options with `env`'s file system and `cache` as block cache, the same as the DB
-//! options returned; options the DB was opened with before are not recovered.
+//! The DB options start from the defaults with `env`'s file system and `cache` as block cache,
+//! then take the file's `[DBOptions]` and the `default` family's sections (the crate's DB
+//! options are also the default family's); each family's options start from those and take
+//! its own sections. Objects made of code are the caller's to set again (the module doc of
+//! `options_file`). A DB without an OPTIONS file (written before Strata wrote them) gives
+//! its families' names from the MANIFEST, each with the starting options.
 
 use std::path::Path;
 
+use super::options_file;
 use super::{ColumnFamilyDescriptor, Db};
 use crate::error::Result;
 use crate::options::{Env, Options};
@@ -15,21 +18,37 @@ use crate::sstable::Cache;
 
 impl Options {
     /// The DB options and the column families (one descriptor per family, `default` first)
-    /// of the DB at `path`, as the module doc says: default options with `env`'s file system
-    /// and `cache` as block cache. `ignore_unknown_options` has no use (there is no options
-    /// file to hold unknown ones). Fails as `Db::list_cf` does when `path` holds no DB.
+    /// of the DB at `path`, read from its newest OPTIONS file (module doc). With
+    /// `ignore_unknown_options`, options this build does not know are skipped; without it
+    /// they are `InvalidArgument` naming the file, line and option, as is a value of the
+    /// wrong form either way. Fails as `Db::list_cf` does when `path` holds no DB.
     pub fn load_latest<P: AsRef<Path>>(
         path: P,
         env: Env,
         ignore_unknown_options: bool,
         cache: Cache,
     ) -> Result<(Options, Vec<ColumnFamilyDescriptor>)> {
-        let _ = ignore_unknown_options;
         let mut opts = Options::default();
         opts.set_env(&env);
         opts.block_cache = Some(cache);
-        let names = Db::list_cf(&opts, path.as_ref())?;
-        let cfs = names.into_iter().map(|n| ColumnFamilyDescriptor::new(n, opts.clone())).collect();
+        let Some((file, text)) = options_file::read_latest(opts.fs.as_ref(), path.as_ref())? else {
+            let names = Db::list_cf(&opts, path.as_ref())?;
+            let cfs =
+                names.into_iter().map(|n| ColumnFamilyDescriptor::new(n, opts.clone())).collect();
+            return Ok((opts, cfs));
+        };
+        let parsed = options_file::parse(&file, &text)?;
+        options_file::apply(&file, &mut opts, &parsed.db, ignore_unknown_options)?;
+        let base = opts.clone();
+        let mut cfs = Vec::with_capacity(parsed.families.len());
+        for (name, pairs) in &parsed.families {
+            let mut o = base.clone();
+            options_file::apply(&file, &mut o, pairs, ignore_unknown_options)?;
+            if name == crate::column_family::DEFAULT_COLUMN_FAMILY_NAME {
+                opts = o.clone();
+            }
+            cfs.push(ColumnFamilyDescriptor::new(name.clone(), o));
+        }
         Ok((opts, cfs))
     }
 }

@@ -47,6 +47,7 @@ mod load_options;
 mod local_sv;
 mod obsolete;
 mod open;
+pub(crate) mod options_file;
 pub(crate) mod paths;
 mod pinnable;
 mod properties;
@@ -234,6 +235,8 @@ pub(crate) struct DbInner {
     /// purge never misses tables another one took out of `DbState::obsolete_tables` and is
     /// about to put back as still in use.
     pub purging: Mutex<()>,
+    /// Held while an OPTIONS file is written (`db/options_file.rs`).
+    pub options_file: Mutex<()>,
     /// `disable_file_deletions` calls not yet matched by `enable_file_deletions`: while
     /// non-zero, obsolete tables and WALs are kept.
     pub file_deletions_disabled: std::sync::atomic::AtomicUsize,
@@ -425,6 +428,7 @@ impl Db {
         ttl: Option<ttl::TtlClock>,
     ) -> Result<Db> {
         let inner = Arc::new(open::open(opts, path, &descriptors, ttl)?);
+        options_file::persist_options(&inner)?;
         let mut threads = flush::start_background(&inner)?;
         match properties::start_stats_dump(&inner) {
             Ok(t) => threads.extend(t),
@@ -492,14 +496,17 @@ impl Db {
         opts: &Options,
     ) -> Result<Arc<ColumnFamily>> {
         self.check_writable()?;
-        cf::admin::create_cf(&self.inner, name.as_ref(), opts)
+        let cf = cf::admin::create_cf(&self.inner, name.as_ref(), opts)?;
+        options_file::persist_options(&self.inner)?;
+        Ok(cf)
     }
 
     /// Drops column family `name`: its data is gone for later calls; handles and iterators
     /// taken before still read it as of the drop. `default` cannot be dropped.
     pub fn drop_cf(&self, name: impl AsRef<str>) -> Result<()> {
         self.check_writable()?;
-        cf::admin::drop_cf(&self.inner, name.as_ref())
+        cf::admin::drop_cf(&self.inner, name.as_ref())?;
+        options_file::persist_options(&self.inner)
     }
 
     /// The handle of column family `name`, `None` when the DB has no such family.

@@ -719,6 +719,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         fs: p.fs.clone(),
         state: Mutex::new(state),
         purging: Mutex::new(()),
+        options_file: Mutex::new(()),
         file_deletions_disabled: std::sync::atomic::AtomicUsize::new(0),
         bg_cv: Condvar::new(),
         versions: Mutex::new(p.versions),

@@ -121,7 +121,9 @@ pub(crate) fn recover_version_set(
             | FileKind::Table(n)
             | FileKind::Blob(n)
             | FileKind::Manifest(n)
-            | FileKind::Temp(n) => {
+            | FileKind::Temp(n)
+            | FileKind::Options(n)
+            | FileKind::OptionsTemp(n) => {
                 versions.mark_file_number_used(n);
             }
             FileKind::Current | FileKind::Identity | FileKind::Lock => {}

@@ -570,7 +570,7 @@ impl Db {
         ));
         // New triggers or automatic compactions turned on may make work to do.
         self.inner.bg_cv.notify_all();
-        Ok(())
+        super::options_file::persist_options(&self.inner)
     }
 
     /// The default family's size and table count.

@@ -47,6 +47,12 @@ impl Env {
         Ok(Env::with_fs(Arc::new(MemFs::new())))
     }
 
+    /// The file system `fs` (a `FaultFs` in tests, a program's own): what
+    /// `Options::set_env` and `Options::load_latest` then use.
+    pub fn from_file_system(fs: Arc<dyn FileSystem>) -> Env {
+        Env::with_fs(fs)
+    }
+
     /// The file system.
     pub fn file_system(&self) -> &Arc<dyn FileSystem> {
         &self.fs

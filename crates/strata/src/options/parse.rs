@@ -1,6 +1,7 @@
 //! RocksDB option strings: `"name=value;name2=value2"`, with RocksDB's option names (those of
-//! its OPTIONS files), the one parser behind `Options::get_options_from_string` and
-//! `Db::set_options`.
+//! its OPTIONS files), the one parser behind `Options::get_options_from_string`,
+//! `Db::set_options` and the OPTIONS files (`db/options_file.rs`), which also write each
+//! option through its entry here: every entry shows its value in a form it reads back.
 //!
 //! Grammar: pairs separated by `;`, each `name=value`, blanks around either trimmed, a
 //! trailing `;` allowed. A value in braces is a nested map, flattened into `outer.inner` names:
@@ -18,11 +19,30 @@
 use crate::compaction::style::{CompactionStopStyle, CompactionStyle};
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::sstable::CompressionType;
+use crate::sstable::{CompressionType, IndexType};
+use crate::util::checksum::ChecksumType;
 use crate::wal::WalRecoveryMode;
 
 /// A setter: parses the value and writes it, or says what form was expected.
 type Setter = fn(&mut Options, &str) -> std::result::Result<(), String>;
+
+/// RocksDB's `compression_opts.level` for "the codec's default level".
+const NO_LEVEL: i32 = 32767;
+
+/// A getter: the value as an OPTIONS file writes it, in a form the setter reads back.
+type Getter = fn(&Options) -> String;
+
+/// Where an option is written in an OPTIONS file (`db/options_file.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// `[DBOptions]`: the whole DB's.
+    Db,
+    /// `[CFOptions "<family>"]`: a column family's.
+    Family,
+    /// `[TableOptions/BlockBasedTable "<family>"]`: a family's table settings, named here
+    /// with the `block_based_table_factory.` prefix of option strings.
+    Table,
+}
 
 /// One option name.
 pub(crate) struct Entry {
@@ -33,7 +53,55 @@ pub(crate) struct Entry {
     /// mutable options (it changes them with `SetDBOptions`, which Strata lacks) and the
     /// compression settings (Strata builds a family's table settings at open) are not.
     pub mutable: bool,
+    pub scope: Scope,
     set: Setter,
+    /// `None` for an alias of another option, which OPTIONS files leave out.
+    pub get: Option<Getter>,
+}
+
+/// A type an option holds: read from its text, and shown so that reading it back gives the
+/// same value (an OPTIONS file's round trip).
+trait OptionValue: Sized {
+    fn parse(v: &str) -> std::result::Result<Self, String>;
+    fn show(&self) -> String;
+}
+
+macro_rules! display_value {
+    ($($t:ty => $parse:ident),* $(,)?) => {$(
+        impl OptionValue for $t {
+            fn parse(v: &str) -> std::result::Result<Self, String> {
+                $parse(v)
+            }
+            fn show(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+
+display_value!(bool => bool_of, u64 => u64_of, usize => usize_of, u32 => u32_of, i32 => i32_of,
+    i64 => i64_of, f64 => f64_of);
+
+/// An enum's options-file names, both ways.
+macro_rules! named_value {
+    ($t:ty, $expected:literal, {
+        $($variant:path => $name:literal $(| $alias:literal)*),* $(,)?
+    }) => {
+        impl OptionValue for $t {
+            fn parse(v: &str) -> std::result::Result<Self, String> {
+                match v {
+                    $($name $(| $alias)* => Ok($variant),)*
+                    _ => Err($expected.into()),
+                }
+            }
+            fn show(&self) -> String {
+                match self {
+                    $($variant => $name,)*
+                }
+                .to_string()
+            }
+        }
+    };
 }
 
 fn bool_of(v: &str) -> std::result::Result<bool, String> {
@@ -78,23 +146,44 @@ fn f64_of(v: &str) -> std::result::Result<f64, String> {
     v.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| "a finite decimal number".into())
 }
 
+named_value!(CompressionType, "a compression name (kNoCompression, kSnappyCompression, \
+    kZlibCompression, kBZip2Compression, kLZ4Compression, kLZ4HCCompression or kZSTD)", {
+    CompressionType::None => "kNoCompression" | "None" | "none",
+    CompressionType::Snappy => "kSnappyCompression" | "Snappy" | "snappy",
+    CompressionType::Zlib => "kZlibCompression" | "Zlib" | "zlib",
+    CompressionType::Bz2 => "kBZip2Compression" | "Bz2" | "bzip2",
+    CompressionType::Lz4 => "kLZ4Compression" | "Lz4" | "lz4",
+    CompressionType::Lz4hc => "kLZ4HCCompression" | "Lz4hc" | "lz4hc",
+    CompressionType::Zstd => "kZSTD" | "kZSTDNotFinalCompression" | "Zstd" | "zstd",
+});
+
 /// RocksDB's compression names (and Strata's type names).
 pub(crate) fn compression_of(v: &str) -> std::result::Result<CompressionType, String> {
-    Ok(match v {
-        "kNoCompression" | "None" | "none" => CompressionType::None,
-        "kSnappyCompression" | "Snappy" | "snappy" => CompressionType::Snappy,
-        "kZlibCompression" | "Zlib" | "zlib" => CompressionType::Zlib,
-        "kBZip2Compression" | "Bz2" | "bzip2" => CompressionType::Bz2,
-        "kLZ4Compression" | "Lz4" | "lz4" => CompressionType::Lz4,
-        "kLZ4HCCompression" | "Lz4hc" | "lz4hc" => CompressionType::Lz4hc,
-        "kZSTD" | "kZSTDNotFinalCompression" | "Zstd" | "zstd" => CompressionType::Zstd,
-        _ => {
-            return Err("a compression name (kNoCompression, kSnappyCompression, \
-                        kZlibCompression, kBZip2Compression, kLZ4Compression, \
-                        kLZ4HCCompression or kZSTD)"
-                .into())
+    CompressionType::parse(v)
+}
+
+/// A compression that may be unset (`bottommost_compression`): RocksDB writes the unset one
+/// as `kDisableCompressionOption`.
+impl OptionValue for Option<CompressionType> {
+    fn parse(v: &str) -> std::result::Result<Self, String> {
+        match v {
+            "kDisableCompressionOption" => Ok(None),
+            _ => compression_of(v).map(Some).map_err(|e| e + " or kDisableCompressionOption"),
         }
-    })
+    }
+    fn show(&self) -> String {
+        self.as_ref().map_or_else(|| "kDisableCompressionOption".into(), CompressionType::show)
+    }
+}
+
+/// RocksDB's `compression_per_level`: names separated by `:`.
+impl OptionValue for Vec<CompressionType> {
+    fn parse(v: &str) -> std::result::Result<Self, String> {
+        compression_list_of(v)
+    }
+    fn show(&self) -> String {
+        self.iter().map(CompressionType::show).collect::<Vec<_>>().join(":")
+    }
 }
 
 /// A `:`-separated list of compression names (RocksDB's `compression_per_level`).
@@ -122,53 +211,78 @@ fn memtable_factory_of(v: &str) -> std::result::Result<bool, String> {
     }
 }
 
-fn style_of(v: &str) -> std::result::Result<CompactionStyle, String> {
-    Ok(match v {
-        "kCompactionStyleLevel" => CompactionStyle::Leveled,
-        "kCompactionStyleUniversal" => CompactionStyle::Universal,
-        "kCompactionStyleFIFO" => CompactionStyle::Fifo,
-        _ => {
-            return Err("kCompactionStyleLevel, kCompactionStyleUniversal or \
-                        kCompactionStyleFIFO"
-                .into())
-        }
-    })
+named_value!(CompactionStyle, "kCompactionStyleLevel, kCompactionStyleUniversal, \
+    kCompactionStyleFIFO or kCompactionStyleTiered (Strata's)", {
+    CompactionStyle::Leveled => "kCompactionStyleLevel",
+    CompactionStyle::Universal => "kCompactionStyleUniversal",
+    CompactionStyle::Fifo => "kCompactionStyleFIFO",
+    CompactionStyle::Tiered => "kCompactionStyleTiered",
+});
+
+named_value!(WalRecoveryMode, "kTolerateCorruptedTailRecords, kAbsoluteConsistency, \
+    kPointInTimeRecovery or kSkipAnyCorruptedRecords", {
+    WalRecoveryMode::TolerateCorruptedTailRecords => "kTolerateCorruptedTailRecords",
+    WalRecoveryMode::AbsoluteConsistency => "kAbsoluteConsistency",
+    WalRecoveryMode::PointInTime => "kPointInTimeRecovery",
+    WalRecoveryMode::SkipAnyCorruptedRecords => "kSkipAnyCorruptedRecords",
+});
+
+named_value!(CompactionStopStyle, "kCompactionStopStyleSimilarSize or \
+    kCompactionStopStyleTotalSize", {
+    CompactionStopStyle::SimilarSize => "kCompactionStopStyleSimilarSize",
+    CompactionStopStyle::TotalSize => "kCompactionStopStyleTotalSize",
+});
+
+named_value!(IndexType, "kBinarySearch or kTwoLevelIndexSearch", {
+    IndexType::BinarySearch => "kBinarySearch",
+    IndexType::TwoLevel => "kTwoLevelIndexSearch",
+});
+
+named_value!(ChecksumType, "kCRC32c or kXXH3", {
+    ChecksumType::Crc32c => "kCRC32c",
+    ChecksumType::Xxh3 => "kXXH3",
+});
+
+/// A table filter as RocksDB writes it: `bloomfilter:<bits per key>:<use block-based
+/// builder>` (also `ribbonfilter:<bits>`, taken as a Bloom filter of as many bits), or
+/// `nullptr` for none; the bits per key Strata keeps (0 for none). Fractional bits round to
+/// the nearest whole bit.
+fn filter_policy_of(v: &str) -> std::result::Result<u32, String> {
+    let expected = || "nullptr, or bloomfilter:<bits per key>[:<true|false>]".to_string();
+    if v.is_empty() || v == "nullptr" {
+        return Ok(0);
+    }
+    let mut parts = v.split(':');
+    let (Some("bloomfilter" | "ribbonfilter"), Some(bits)) = (parts.next(), parts.next()) else {
+        return Err(expected());
+    };
+    if parts.next().is_some_and(|b| bool_of(b).is_err()) || parts.next().is_some() {
+        return Err(expected());
+    }
+    let bits = f64_of(bits).map_err(|_| expected())?;
+    if !(0.0..=1000.0).contains(&bits) {
+        return Err(expected());
+    }
+    Ok(bits.round() as u32)
 }
 
-fn recovery_of(v: &str) -> std::result::Result<WalRecoveryMode, String> {
-    Ok(match v {
-        "kTolerateCorruptedTailRecords" => WalRecoveryMode::TolerateCorruptedTailRecords,
-        "kAbsoluteConsistency" => WalRecoveryMode::AbsoluteConsistency,
-        "kPointInTimeRecovery" => WalRecoveryMode::PointInTime,
-        "kSkipAnyCorruptedRecords" => WalRecoveryMode::SkipAnyCorruptedRecords,
-        _ => {
-            return Err("kTolerateCorruptedTailRecords, kAbsoluteConsistency, \
-                        kPointInTimeRecovery or kSkipAnyCorruptedRecords"
-                .into())
-        }
-    })
-}
-
-fn stop_style_of(v: &str) -> std::result::Result<CompactionStopStyle, String> {
-    Ok(match v {
-        "kCompactionStopStyleSimilarSize" => CompactionStopStyle::SimilarSize,
-        "kCompactionStopStyleTotalSize" => CompactionStopStyle::TotalSize,
-        _ => return Err("kCompactionStopStyleSimilarSize or kCompactionStopStyleTotalSize".into()),
-    })
-}
-
-/// An entry: `name`, mutable or not, `|o, v| body` where `v` is the value parsed by `parse`.
+/// An entry: `scope`, `name`, mutable or not, then either the field it sets (its type's
+/// [`OptionValue`] reads and shows it) or `set =` and `get =` functions.
 macro_rules! opt {
-    ($name:literal, $mutable:expr, $parse:ident, |$o:ident, $v:ident| $body:expr) => {
+    ($scope:ident, $name:literal, $mutable:expr, $($f:ident).+) => {
         Entry {
             name: $name,
             mutable: $mutable,
-            set: |$o: &mut Options, s: &str| {
-                let $v = $parse(s)?;
-                $body;
+            scope: Scope::$scope,
+            set: |o: &mut Options, s: &str| {
+                o.$($f).+ = OptionValue::parse(s)?;
                 Ok(())
             },
+            get: Some(|o: &Options| OptionValue::show(&o.$($f).+)),
         }
+    };
+    ($scope:ident, $name:literal, $mutable:expr, set = $set:expr, get = $get:expr) => {
+        Entry { name: $name, mutable: $mutable, scope: Scope::$scope, set: $set, get: $get }
     };
 }
 
@@ -176,263 +290,393 @@ macro_rules! opt {
 /// DB may change (`Db::set_options`).
 pub(crate) const OPTIONS: &[Entry] = &[
     // DB-wide.
-    opt!("create_if_missing", false, bool_of, |o, v| o.create_if_missing = v),
-    opt!("create_missing_column_families", false, bool_of, |o, v| o
-        .create_missing_column_families =
-        v),
-    opt!("error_if_exists", false, bool_of, |o, v| o.error_if_exists = v),
-    opt!("paranoid_checks", false, bool_of, |o, v| o.paranoid_checks = v),
-    opt!("use_fsync", false, bool_of, |o, v| o.accepted.use_fsync = v),
-    opt!("max_open_files", false, i32_of, |o, v| o.max_open_files = v),
-    opt!("max_background_jobs", false, usize_of, |o, v| o.max_background_jobs = v),
-    opt!("max_background_compactions", false, i32_of, |o, v| o.set_max_background_compactions(v)),
-    opt!("max_background_flushes", false, i32_of, |o, v| o.accepted.max_background_flushes = v),
-    opt!("max_subcompactions", false, usize_of, |o, v| o.max_subcompactions = v),
-    opt!("db_write_buffer_size", false, usize_of, |o, v| o.db_write_buffer_size = v),
-    opt!("delayed_write_rate", false, u64_of, |o, v| o.delayed_write_rate = v),
-    opt!("max_total_wal_size", false, u64_of, |o, v| o.max_total_wal_size = v),
-    opt!("stats_dump_period_sec", false, u32_of, |o, v| o.stats_dump_period_sec = v),
-    opt!("stats_persist_period_sec", false, u32_of, |o, v| o.accepted.stats_persist_period_sec = v),
-    opt!("bytes_per_sync", false, u64_of, |o, v| o.bytes_per_sync = v),
-    opt!("wal_bytes_per_sync", false, u64_of, |o, v| o.wal_bytes_per_sync = v),
-    opt!("compaction_readahead_size", false, usize_of, |o, v| o.compaction_readahead_size = v),
-    opt!("writable_file_max_buffer_size", false, u64_of, |o, v| o
-        .accepted
-        .writable_file_max_buffer_size =
-        v),
-    opt!("delete_obsolete_files_period_micros", false, u64_of, |o, v| o
-        .accepted
-        .delete_obsolete_files_period_micros =
-        v),
-    opt!("keep_log_file_num", false, usize_of, |o, v| o.keep_log_file_num = v),
-    opt!("recycle_log_file_num", false, usize_of, |o, v| o.recycle_log_file_num = v),
-    opt!("wal_recovery_mode", false, recovery_of, |o, v| o.wal_recovery_mode = v),
-    opt!("manual_wal_flush", false, bool_of, |o, v| o.manual_wal_flush = v),
-    opt!("avoid_flush_during_recovery", false, bool_of, |o, v| o.avoid_flush_during_recovery = v),
-    opt!("use_direct_reads", false, bool_of, |o, v| o.use_direct_reads = v),
-    opt!("use_direct_io_for_flush_and_compaction", false, bool_of, |o, v| o
-        .use_direct_io_for_flush_and_compaction =
-        v),
-    opt!("advise_random_on_open", false, bool_of, |o, v| o.advise_random_on_open = v),
-    opt!("enable_pipelined_write", false, bool_of, |o, v| o.enable_pipelined_write = v),
-    opt!("unordered_write", false, bool_of, |o, v| o.unordered_write = v),
-    opt!("allow_concurrent_memtable_write", false, bool_of, |o, v| o
-        .allow_concurrent_memtable_write =
-        v),
-    opt!("max_write_batch_group_size_bytes", false, u64_of, |o, v| o
-        .max_write_batch_group_size_bytes =
-        v),
-    opt!("enable_write_thread_adaptive_yield", false, bool_of, |o, v| o
-        .enable_write_thread_adaptive_yield =
-        v),
-    opt!("write_thread_max_yield_usec", false, u64_of, |o, v| o.write_thread_max_yield_usec = v),
-    opt!("write_thread_slow_yield_usec", false, u64_of, |o, v| o.write_thread_slow_yield_usec = v),
-    opt!("use_adaptive_mutex", false, bool_of, |o, v| o.accepted.use_adaptive_mutex = v),
-    opt!("allow_mmap_reads", false, bool_of, |o, v| o.allow_mmap_reads = v),
-    opt!("allow_mmap_writes", false, bool_of, |o, v| o.accepted.allow_mmap_writes = v),
-    opt!("is_fd_close_on_exec", false, bool_of, |o, v| o.accepted.is_fd_close_on_exec = v),
-    opt!("max_manifest_file_size", false, usize_of, |o, v| o.accepted.max_manifest_file_size = v),
-    opt!("manifest_preallocation_size", false, usize_of, |o, v| o
-        .accepted
-        .manifest_preallocation_size =
-        v),
-    opt!("table_cache_numshardbits", false, i32_of, |o, v| o.accepted.table_cache_num_shard_bits =
-        v),
-    opt!("max_file_opening_threads", false, i32_of, |o, v| o.accepted.max_file_opening_threads = v),
-    opt!("max_log_file_size", false, usize_of, |o, v| o.accepted.max_log_file_size = v),
-    opt!("log_file_time_to_roll", false, usize_of, |o, v| o.accepted.log_file_time_to_roll = v),
-    opt!("skip_stats_update_on_db_open", false, bool_of, |o, v| o
-        .accepted
-        .skip_stats_update_on_db_open =
-        v),
-    opt!("dump_malloc_stats", false, bool_of, |o, v| o.accepted.dump_malloc_stats = v),
-    opt!("atomic_flush", false, bool_of, |o, v| o.accepted.atomic_flush = v),
-    opt!("avoid_unnecessary_blocking_io", false, bool_of, |o, v| o
-        .accepted
-        .avoid_unnecessary_blocking_io =
-        v),
-    opt!("track_and_verify_wals_in_manifest", false, bool_of, |o, v| o
-        .accepted
-        .track_and_verify_wals_in_manifest =
-        v),
-    opt!("write_dbid_to_manifest", false, bool_of, |o, v| o.accepted.write_dbid_to_manifest = v),
-    opt!("allow_ingest_behind", false, bool_of, |o, v| o.accepted.allow_ingest_behind = v),
-    // Per column family.
-    opt!("write_buffer_size", true, usize_of, |o, v| o.write_buffer_size = v),
-    opt!("max_write_buffer_number", true, usize_of, |o, v| o.max_write_buffer_number = v),
-    opt!("min_write_buffer_number_to_merge", false, usize_of, |o, v| o
-        .min_write_buffer_number_to_merge =
-        v),
-    opt!("max_write_buffer_size_to_maintain", false, i64_of, |o, v| o
-        .accepted
-        .max_write_buffer_size_to_maintain =
-        v),
-    opt!("memtable_factory", false, memtable_factory_of, |o, v| o.vector_memtable = v),
-    opt!("memtable_prefix_bloom_size_ratio", true, f64_of, |o, v| o
-        .set_memtable_prefix_bloom_ratio(v)),
-    opt!("memtable_whole_key_filtering", true, bool_of, |o, v| o
-        .accepted
-        .memtable_whole_key_filtering =
-        v),
-    opt!("memtable_huge_page_size", true, usize_of, |o, v| o.accepted.memtable_huge_page_size = v),
-    opt!("arena_block_size", true, usize_of, |o, v| o.accepted.arena_block_size = v),
-    opt!("max_successive_merges", true, usize_of, |o, v| o.accepted.max_successive_merges = v),
-    opt!("inplace_update_support", false, bool_of, |o, v| o.accepted.inplace_update_support = v),
-    opt!("inplace_update_num_locks", true, usize_of, |o, v| o.accepted.inplace_update_locks = v),
-    opt!("bloom_locality", false, u32_of, |o, v| o.accepted.bloom_locality = v),
-    opt!("experimental_mempurge_threshold", true, f64_of, |o, v| o
-        .accepted
-        .experimental_mempurge_threshold =
-        v),
-    opt!("num_levels", false, usize_of, |o, v| o.num_levels = v),
-    opt!("disable_auto_compactions", true, bool_of, |o, v| o.disable_auto_compactions = v),
-    opt!("level0_file_num_compaction_trigger", true, usize_of, |o, v| o
-        .level0_file_num_compaction_trigger =
-        v),
-    opt!("level0_slowdown_writes_trigger", true, usize_of, |o, v| o
-        .level0_slowdown_writes_trigger =
-        v),
-    opt!("level0_stop_writes_trigger", true, usize_of, |o, v| o.level0_stop_writes_trigger = v),
-    opt!("target_file_size_base", true, u64_of, |o, v| o.target_file_size_base = v),
-    opt!("target_file_size_multiplier", true, u64_of, |o, v| o.target_file_size_multiplier = v),
-    opt!("max_bytes_for_level_base", true, u64_of, |o, v| o.max_bytes_for_level_base = v),
-    opt!("max_bytes_for_level_multiplier", true, f64_of, |o, v| o.max_bytes_for_level_multiplier =
-        v),
-    opt!("level_compaction_dynamic_level_bytes", false, bool_of, |o, v| o
-        .level_compaction_dynamic_level_bytes =
-        v),
-    opt!("max_compaction_bytes", true, u64_of, |o, v| o.max_compaction_bytes = v),
-    opt!("soft_pending_compaction_bytes_limit", true, u64_of, |o, v| o
-        .soft_pending_compaction_bytes_limit =
-        v),
-    opt!("hard_pending_compaction_bytes_limit", true, u64_of, |o, v| o
-        .hard_pending_compaction_bytes_limit =
-        v),
-    opt!("compaction_style", false, style_of, |o, v| o.compaction_style = v),
-    opt!("compression", false, compression_of, |o, v| o.compression = v),
-    opt!("bottommost_compression", false, compression_of, |o, v| o.bottommost_compression =
-        Some(v)),
-    opt!("compression_per_level", false, compression_list_of, |o, v| o.compression_per_level = v),
-    opt!("ttl", true, u64_of, |o, v| o.ttl = v),
-    opt!("periodic_compaction_seconds", true, u64_of, |o, v| o
-        .accepted
-        .periodic_compaction_seconds = v),
-    opt!("optimize_filters_for_hits", false, bool_of, |o, v| o
-        .accepted
-        .optimize_filters_for_hits = v),
-    opt!("report_bg_io_stats", true, bool_of, |o, v| o.accepted.report_bg_io_stats = v),
-    opt!("paranoid_file_checks", true, bool_of, |o, v| o.accepted.paranoid_file_checks = v),
-    opt!("max_sequential_skip_in_iterations", true, u64_of, |o, v| o
-        .accepted
-        .max_sequential_skip_in_iterations =
-        v),
-    opt!("enable_blob_files", true, bool_of, |o, v| o.blob.enable_blob_files = v),
-    opt!("min_blob_size", true, u64_of, |o, v| o.blob.min_blob_size = v),
-    opt!("blob_file_size", true, u64_of, |o, v| o.blob.blob_file_size = v),
-    opt!("write_blobs_at_commit", false, bool_of, |o, v| o.blob.write_blobs_at_commit = v),
-    opt!("blob_compression_type", true, compression_of, |o, v| o.blob.blob_compression_type =
-        Some(v)),
-    opt!("enable_blob_garbage_collection", true, bool_of, |o, v| o.blob.enable_blob_gc = v),
-    opt!("blob_garbage_collection_age_cutoff", true, f64_of, |o, v| o.blob.blob_gc_age_cutoff = v),
-    opt!("blob_garbage_collection_force_threshold", true, f64_of, |o, v| o
-        .blob
-        .blob_gc_force_threshold =
-        v),
-    opt!("blob_compaction_readahead_size", true, u64_of, |o, v| o
-        .blob
-        .blob_compaction_readahead_size =
-        v),
-    // Nested: compaction style options.
-    opt!("compaction_options_fifo.max_table_files_size", true, u64_of, |o, v| o
-        .compaction_options_fifo
-        .max_table_files_size =
-        v),
-    opt!("compaction_options_fifo.allow_compaction", true, bool_of, |o, v| o
-        .compaction_options_fifo
-        .allow_compaction =
-        v),
-    opt!("compaction_options_universal.size_ratio", true, u32_of, |o, v| o
-        .compaction_options_universal
-        .size_ratio = v),
-    opt!("compaction_options_universal.min_merge_width", true, u32_of, |o, v| o
-        .compaction_options_universal
-        .min_merge_width =
-        v),
-    opt!("compaction_options_universal.max_merge_width", true, u32_of, |o, v| o
-        .compaction_options_universal
-        .max_merge_width =
-        v),
-    opt!("compaction_options_universal.max_size_amplification_percent", true, u32_of, |o, v| o
-        .compaction_options_universal
-        .max_size_amplification_percent =
-        v),
-    opt!("compaction_options_universal.compression_size_percent", true, i32_of, |o, v| o
-        .compaction_options_universal
-        .compression_size_percent =
-        v),
-    opt!("compaction_options_universal.stop_style", true, stop_style_of, |o, v| o
-        .compaction_options_universal
-        .stop_style =
-        v),
-    opt!("compaction_options_universal.allow_trivial_move", true, bool_of, |o, v| o
-        .compaction_options_universal
-        .allow_trivial_move =
-        v),
-    // Nested: the block-based table.
-    opt!("block_based_table_factory.block_size", false, usize_of, |o, v| o.block_size = v),
-    opt!("block_based_table_factory.block_size_deviation", false, usize_of, |o, v| o
-        .block_size_deviation =
-        v),
-    opt!("block_based_table_factory.block_restart_interval", false, usize_of, |o, v| o
-        .block_restart_interval =
-        v),
-    opt!("block_based_table_factory.index_block_restart_interval", false, usize_of, |o, v| o
-        .index_block_restart_interval =
-        v),
-    opt!("block_based_table_factory.metadata_block_size", false, usize_of, |o, v| o
-        .metadata_block_size =
-        v),
-    opt!("block_based_table_factory.partition_filters", false, bool_of, |o, v| o
-        .partition_filters =
-        v),
-    opt!("block_based_table_factory.block_align", false, bool_of, |o, v| o.block_align = v),
-    opt!("block_based_table_factory.cache_index_and_filter_blocks", false, bool_of, |o, v| o
-        .cache_index_and_filter_blocks =
-        v),
+    opt!(Db, "create_if_missing", false, create_if_missing),
+    opt!(Db, "create_missing_column_families", false, create_missing_column_families),
+    opt!(Db, "error_if_exists", false, error_if_exists),
+    opt!(Db, "paranoid_checks", false, paranoid_checks),
+    opt!(Db, "use_fsync", false, accepted.use_fsync),
+    opt!(Db, "max_open_files", false, max_open_files),
+    opt!(Db, "max_background_jobs", false, max_background_jobs),
+    // An alias of `max_background_jobs` (set to it plus one): not written to OPTIONS files.
     opt!(
+        Db,
+        "max_background_compactions",
+        false,
+        set = |o, s| {
+            o.set_max_background_compactions(i32::parse(s)?);
+            Ok(())
+        },
+        get = None
+    ),
+    opt!(Db, "max_background_flushes", false, accepted.max_background_flushes),
+    opt!(Db, "max_subcompactions", false, max_subcompactions),
+    opt!(Db, "db_write_buffer_size", false, db_write_buffer_size),
+    opt!(Db, "delayed_write_rate", false, delayed_write_rate),
+    opt!(Db, "max_total_wal_size", false, max_total_wal_size),
+    opt!(Db, "stats_dump_period_sec", false, stats_dump_period_sec),
+    opt!(Db, "stats_persist_period_sec", false, accepted.stats_persist_period_sec),
+    opt!(Db, "bytes_per_sync", false, bytes_per_sync),
+    opt!(Db, "wal_bytes_per_sync", false, wal_bytes_per_sync),
+    opt!(Db, "compaction_readahead_size", false, compaction_readahead_size),
+    opt!(Db, "writable_file_max_buffer_size", false, accepted.writable_file_max_buffer_size),
+    opt!(
+        Db,
+        "delete_obsolete_files_period_micros",
+        false,
+        accepted.delete_obsolete_files_period_micros
+    ),
+    opt!(Db, "keep_log_file_num", false, keep_log_file_num),
+    opt!(Db, "recycle_log_file_num", false, recycle_log_file_num),
+    opt!(Db, "wal_recovery_mode", false, wal_recovery_mode),
+    opt!(Db, "manual_wal_flush", false, manual_wal_flush),
+    opt!(Db, "avoid_flush_during_recovery", false, avoid_flush_during_recovery),
+    opt!(Db, "use_direct_reads", false, use_direct_reads),
+    opt!(
+        Db,
+        "use_direct_io_for_flush_and_compaction",
+        false,
+        use_direct_io_for_flush_and_compaction
+    ),
+    opt!(Db, "advise_random_on_open", false, advise_random_on_open),
+    opt!(Db, "enable_pipelined_write", false, enable_pipelined_write),
+    opt!(Db, "unordered_write", false, unordered_write),
+    opt!(Db, "allow_concurrent_memtable_write", false, allow_concurrent_memtable_write),
+    opt!(Db, "max_write_batch_group_size_bytes", false, max_write_batch_group_size_bytes),
+    opt!(Db, "enable_write_thread_adaptive_yield", false, enable_write_thread_adaptive_yield),
+    opt!(Db, "write_thread_max_yield_usec", false, write_thread_max_yield_usec),
+    opt!(Db, "write_thread_slow_yield_usec", false, write_thread_slow_yield_usec),
+    opt!(Db, "use_adaptive_mutex", false, accepted.use_adaptive_mutex),
+    opt!(Db, "allow_mmap_reads", false, allow_mmap_reads),
+    opt!(Db, "allow_mmap_writes", false, accepted.allow_mmap_writes),
+    opt!(Db, "is_fd_close_on_exec", false, accepted.is_fd_close_on_exec),
+    opt!(Db, "max_manifest_file_size", false, accepted.max_manifest_file_size),
+    opt!(Db, "manifest_preallocation_size", false, accepted.manifest_preallocation_size),
+    opt!(Db, "table_cache_numshardbits", false, accepted.table_cache_num_shard_bits),
+    opt!(Db, "max_file_opening_threads", false, accepted.max_file_opening_threads),
+    opt!(Db, "max_log_file_size", false, accepted.max_log_file_size),
+    opt!(Db, "log_file_time_to_roll", false, accepted.log_file_time_to_roll),
+    opt!(Db, "skip_stats_update_on_db_open", false, accepted.skip_stats_update_on_db_open),
+    opt!(Db, "dump_malloc_stats", false, accepted.dump_malloc_stats),
+    opt!(Db, "atomic_flush", false, accepted.atomic_flush),
+    opt!(Db, "avoid_unnecessary_blocking_io", false, accepted.avoid_unnecessary_blocking_io),
+    opt!(
+        Db,
+        "track_and_verify_wals_in_manifest",
+        false,
+        accepted.track_and_verify_wals_in_manifest
+    ),
+    opt!(Db, "write_dbid_to_manifest", false, accepted.write_dbid_to_manifest),
+    opt!(Db, "allow_ingest_behind", false, accepted.allow_ingest_behind),
+    opt!(Db, "WAL_ttl_seconds", false, wal_ttl_seconds),
+    opt!(Db, "WAL_size_limit_MB", false, wal_size_limit_mb),
+    // Per column family.
+    opt!(Family, "write_buffer_size", true, write_buffer_size),
+    opt!(Family, "max_write_buffer_number", true, max_write_buffer_number),
+    opt!(Family, "min_write_buffer_number_to_merge", false, min_write_buffer_number_to_merge),
+    opt!(
+        Family,
+        "max_write_buffer_size_to_maintain",
+        false,
+        accepted.max_write_buffer_size_to_maintain
+    ),
+    opt!(
+        Family,
+        "memtable_factory",
+        false,
+        set = |o, s| {
+            o.vector_memtable = memtable_factory_of(s)?;
+            Ok(())
+        },
+        get = Some(|o| {
+            if o.vector_memtable { "VectorRepFactory" } else { "SkipListFactory" }.to_string()
+        })
+    ),
+    opt!(
+        Family,
+        "memtable_prefix_bloom_size_ratio",
+        true,
+        set = |o, s| {
+            o.set_memtable_prefix_bloom_ratio(f64::parse(s)?);
+            Ok(())
+        },
+        get = Some(|o| o.memtable_bloom_size_ratio.show())
+    ),
+    opt!(Family, "memtable_whole_key_filtering", true, accepted.memtable_whole_key_filtering),
+    opt!(Family, "memtable_huge_page_size", true, accepted.memtable_huge_page_size),
+    opt!(Family, "arena_block_size", true, accepted.arena_block_size),
+    opt!(Family, "max_successive_merges", true, accepted.max_successive_merges),
+    opt!(Family, "inplace_update_support", false, accepted.inplace_update_support),
+    opt!(Family, "inplace_update_num_locks", true, accepted.inplace_update_locks),
+    opt!(Family, "bloom_locality", false, accepted.bloom_locality),
+    opt!(Family, "experimental_mempurge_threshold", true, accepted.experimental_mempurge_threshold),
+    opt!(Family, "num_levels", false, num_levels),
+    opt!(Family, "disable_auto_compactions", true, disable_auto_compactions),
+    opt!(Family, "level0_file_num_compaction_trigger", true, level0_file_num_compaction_trigger),
+    opt!(Family, "level0_slowdown_writes_trigger", true, level0_slowdown_writes_trigger),
+    opt!(Family, "level0_stop_writes_trigger", true, level0_stop_writes_trigger),
+    opt!(Family, "target_file_size_base", true, target_file_size_base),
+    opt!(Family, "target_file_size_multiplier", true, target_file_size_multiplier),
+    opt!(Family, "max_bytes_for_level_base", true, max_bytes_for_level_base),
+    opt!(Family, "max_bytes_for_level_multiplier", true, max_bytes_for_level_multiplier),
+    opt!(
+        Family,
+        "level_compaction_dynamic_level_bytes",
+        false,
+        level_compaction_dynamic_level_bytes
+    ),
+    opt!(Family, "max_compaction_bytes", true, max_compaction_bytes),
+    opt!(Family, "soft_pending_compaction_bytes_limit", true, soft_pending_compaction_bytes_limit),
+    opt!(Family, "hard_pending_compaction_bytes_limit", true, hard_pending_compaction_bytes_limit),
+    opt!(Family, "compaction_style", false, compaction_style),
+    opt!(Family, "compression", false, compression),
+    opt!(Family, "bottommost_compression", false, bottommost_compression),
+    opt!(Family, "compression_per_level", false, compression_per_level),
+    opt!(Family, "ttl", true, ttl),
+    opt!(Family, "periodic_compaction_seconds", true, accepted.periodic_compaction_seconds),
+    opt!(Family, "optimize_filters_for_hits", false, accepted.optimize_filters_for_hits),
+    opt!(Family, "report_bg_io_stats", true, accepted.report_bg_io_stats),
+    opt!(Family, "paranoid_file_checks", true, accepted.paranoid_file_checks),
+    opt!(
+        Family,
+        "max_sequential_skip_in_iterations",
+        true,
+        accepted.max_sequential_skip_in_iterations
+    ),
+    opt!(Family, "enable_blob_files", true, blob.enable_blob_files),
+    opt!(Family, "min_blob_size", true, blob.min_blob_size),
+    opt!(Family, "blob_file_size", true, blob.blob_file_size),
+    opt!(Family, "write_blobs_at_commit", false, blob.write_blobs_at_commit),
+    // Unset is no compression: written as kNoCompression.
+    opt!(
+        Family,
+        "blob_compression_type",
+        true,
+        set = |o, s| {
+            o.blob.blob_compression_type = Some(compression_of(s)?);
+            Ok(())
+        },
+        get = Some(|o| o.blob.blob_compression_type.unwrap_or(CompressionType::None).show())
+    ),
+    opt!(Family, "enable_blob_garbage_collection", true, blob.enable_blob_gc),
+    opt!(Family, "blob_garbage_collection_age_cutoff", true, blob.blob_gc_age_cutoff),
+    opt!(Family, "blob_garbage_collection_force_threshold", true, blob.blob_gc_force_threshold),
+    opt!(Family, "blob_compaction_readahead_size", true, blob.blob_compaction_readahead_size),
+    // Nested: compression settings (RocksDB's `compression_opts` and the bottommost ones).
+    opt!(Family, "compression_opts.window_bits", false, accepted.compression_opts.window_bits),
+    // A level other than RocksDB's "codec default" sentinel is the Zstandard level used.
+    opt!(
+        Family,
+        "compression_opts.level",
+        false,
+        set = |o, s| {
+            let level = i32::parse(s)?;
+            o.accepted.compression_opts.level = level;
+            if level != NO_LEVEL {
+                o.zstd_level = level;
+            }
+            Ok(())
+        },
+        get = Some(|o| match o.accepted.compression_opts.level {
+            NO_LEVEL if o.zstd_level != Options::default().zstd_level => o.zstd_level.show(),
+            level => level.show(),
+        })
+    ),
+    opt!(Family, "compression_opts.strategy", false, accepted.compression_opts.strategy),
+    opt!(
+        Family,
+        "compression_opts.max_dict_bytes",
+        false,
+        accepted.compression_opts.max_dict_bytes
+    ),
+    opt!(
+        Family,
+        "compression_opts.zstd_max_train_bytes",
+        false,
+        accepted.compression_opts.zstd_max_train_bytes
+    ),
+    opt!(Family, "compression_opts.enabled", false, accepted.compression_opts.enabled),
+    opt!(
+        Family,
+        "bottommost_compression_opts.window_bits",
+        false,
+        accepted.bottommost_compression_opts.window_bits
+    ),
+    opt!(
+        Family,
+        "bottommost_compression_opts.level",
+        false,
+        accepted.bottommost_compression_opts.level
+    ),
+    opt!(
+        Family,
+        "bottommost_compression_opts.strategy",
+        false,
+        accepted.bottommost_compression_opts.strategy
+    ),
+    opt!(
+        Family,
+        "bottommost_compression_opts.max_dict_bytes",
+        false,
+        accepted.bottommost_compression_opts.max_dict_bytes
+    ),
+    opt!(
+        Family,
+        "bottommost_compression_opts.zstd_max_train_bytes",
+        false,
+        accepted.bottommost_compression_opts.zstd_max_train_bytes
+    ),
+    opt!(
+        Family,
+        "bottommost_compression_opts.enabled",
+        false,
+        accepted.bottommost_compression_opts.enabled
+    ),
+    // Strata's own style (`kCompactionStyleTiered`) and its settings.
+    opt!(Family, "compaction_options_tiered.fan_in", false, compaction_options_tiered.fan_in),
+    opt!(
+        Family,
+        "compaction_options_tiered.max_sorted_runs",
+        false,
+        compaction_options_tiered.max_sorted_runs
+    ),
+    opt!(
+        Family,
+        "compaction_options_tiered.max_size_amplification_percent",
+        false,
+        compaction_options_tiered.max_size_amplification_percent
+    ),
+    opt!(
+        Family,
+        "compaction_options_tiered.skewed_filter_bits",
+        false,
+        compaction_options_tiered.skewed_filter_bits
+    ),
+    // Nested: compaction style options.
+    opt!(
+        Family,
+        "compaction_options_fifo.max_table_files_size",
+        true,
+        compaction_options_fifo.max_table_files_size
+    ),
+    opt!(
+        Family,
+        "compaction_options_fifo.allow_compaction",
+        true,
+        compaction_options_fifo.allow_compaction
+    ),
+    opt!(
+        Family,
+        "compaction_options_universal.size_ratio",
+        true,
+        compaction_options_universal.size_ratio
+    ),
+    opt!(
+        Family,
+        "compaction_options_universal.min_merge_width",
+        true,
+        compaction_options_universal.min_merge_width
+    ),
+    opt!(
+        Family,
+        "compaction_options_universal.max_merge_width",
+        true,
+        compaction_options_universal.max_merge_width
+    ),
+    opt!(
+        Family,
+        "compaction_options_universal.max_size_amplification_percent",
+        true,
+        compaction_options_universal.max_size_amplification_percent
+    ),
+    opt!(
+        Family,
+        "compaction_options_universal.compression_size_percent",
+        true,
+        compaction_options_universal.compression_size_percent
+    ),
+    opt!(
+        Family,
+        "compaction_options_universal.stop_style",
+        true,
+        compaction_options_universal.stop_style
+    ),
+    opt!(
+        Family,
+        "compaction_options_universal.allow_trivial_move",
+        true,
+        compaction_options_universal.allow_trivial_move
+    ),
+    // Nested: the block-based table.
+    opt!(Table, "block_based_table_factory.block_size", false, block_size),
+    opt!(Table, "block_based_table_factory.block_size_deviation", false, block_size_deviation),
+    opt!(Table, "block_based_table_factory.block_restart_interval", false, block_restart_interval),
+    opt!(
+        Table,
+        "block_based_table_factory.index_block_restart_interval",
+        false,
+        index_block_restart_interval
+    ),
+    opt!(Table, "block_based_table_factory.metadata_block_size", false, metadata_block_size),
+    opt!(Table, "block_based_table_factory.partition_filters", false, partition_filters),
+    opt!(Table, "block_based_table_factory.block_align", false, block_align),
+    opt!(
+        Table,
+        "block_based_table_factory.cache_index_and_filter_blocks",
+        false,
+        cache_index_and_filter_blocks
+    ),
+    opt!(
+        Table,
         "block_based_table_factory.cache_index_and_filter_blocks_with_high_priority",
         false,
-        bool_of,
-        |o, v| o.cache_index_and_filter_blocks_with_high_priority = v
+        cache_index_and_filter_blocks_with_high_priority
     ),
     opt!(
+        Table,
         "block_based_table_factory.pin_l0_filter_and_index_blocks_in_cache",
         false,
-        bool_of,
-        |o, v| o.pin_l0_filter_and_index_blocks_in_cache = v
+        pin_l0_filter_and_index_blocks_in_cache
     ),
-    opt!("block_based_table_factory.pin_top_level_index_and_filter", false, bool_of, |o, v| o
-        .pin_top_level_index_and_filter =
-        v),
-    opt!("block_based_table_factory.format_version", false, i32_of, |o, v| o
-        .accepted
-        .table
-        .format_version = v),
-    opt!("block_based_table_factory.whole_key_filtering", false, bool_of, |o, v| o
-        .accepted
-        .table
-        .whole_key_filtering =
-        v),
-    opt!("block_based_table_factory.data_block_hash_table_util_ratio", false, f64_of, |o, v| o
-        .accepted
-        .table
-        .data_block_hash_ratio =
-        v),
-    opt!("block_based_table_factory.optimize_filters_for_memory", false, bool_of, |o, v| o
-        .accepted
-        .table
-        .optimize_filters_for_memory =
-        v),
+    opt!(
+        Table,
+        "block_based_table_factory.pin_top_level_index_and_filter",
+        false,
+        pin_top_level_index_and_filter
+    ),
+    opt!(Table, "block_based_table_factory.format_version", false, accepted.table.format_version),
+    opt!(
+        Table,
+        "block_based_table_factory.whole_key_filtering",
+        false,
+        accepted.table.whole_key_filtering
+    ),
+    opt!(
+        Table,
+        "block_based_table_factory.data_block_hash_table_util_ratio",
+        false,
+        accepted.table.data_block_hash_ratio
+    ),
+    opt!(
+        Table,
+        "block_based_table_factory.optimize_filters_for_memory",
+        false,
+        accepted.table.optimize_filters_for_memory
+    ),
+    opt!(
+        Table,
+        "block_based_table_factory.filter_policy",
+        false,
+        set = |o, s| {
+            o.bloom_bits_per_key = filter_policy_of(s)?;
+            Ok(())
+        },
+        get = Some(|o| match o.bloom_bits_per_key {
+            0 => "nullptr".to_string(),
+            n => format!("bloomfilter:{n}:false"),
+        })
+    ),
+    opt!(Table, "block_based_table_factory.index_type", false, index_type),
+    opt!(Table, "block_based_table_factory.checksum", false, checksum),
 ];
 
 /// The entry named `name`.
@@ -556,6 +800,9 @@ mod tests {
             "kCompactionStopStyleTotalSize",
             "VectorRepFactory",
             "-1",
+            "bloomfilter:10:false",
+            "kBinarySearch",
+            "kCRC32c",
         ] {
             if apply_option(&mut Options::default(), name, v, false).is_ok() {
                 return v;

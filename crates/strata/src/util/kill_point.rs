@@ -74,6 +74,8 @@ pub const ALL: &[&str] = &[
     "ingest.copy",
     "ingest.install",
     "txn.marker",
+    "options.sync",
+    "options.rename",
 ];
 
 #[cfg(feature = "kill-points")]

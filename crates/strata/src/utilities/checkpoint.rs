@@ -12,7 +12,7 @@
 //!    from its table directory (or copy it, when linking fails, e.g. across filesystems),
 //!    then write a MANIFEST naming exactly those tables with no WAL needed (log number 0),
 //!    then CURRENT, syncing files and the directory; the source's IDENTITY is copied, so the
-//!    checkpoint keeps its id. A checkpoint is one directory: its MANIFEST puts every table
+//!    checkpoint keeps its id, and its newest OPTIONS file (`db/options_file.rs`). A checkpoint is one directory: its MANIFEST puts every table
 //!    at table path 0, so it opens with default options whatever `db_paths` and `cf_paths`
 //!    the source has (RocksDB refuses to checkpoint a DB whose tables are in several
 //!    directories);
@@ -199,6 +199,11 @@ fn write_checkpoint(
         copy_file(fs, &identity, &identity_path(&tmp))?;
     }
     let mut next = counters.next_file.0;
+    // The options the source was last opened or changed with, for `Options::load_latest`.
+    if let Some((n, src)) = crate::db::options_file::newest(fs, db.path())? {
+        copy_file(fs, &src, &tmp.join(crate::db::options_file::options_file_name(n)))?;
+        next = next.max(n.0 + 1);
+    }
     let log_number = match wals {
         Some(parts) => {
             for p in parts {

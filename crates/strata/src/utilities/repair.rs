@@ -145,7 +145,9 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
             | FileKind::Table(n)
             | FileKind::Blob(n)
             | FileKind::Manifest(n)
-            | FileKind::Temp(n) => Some(n.0),
+            | FileKind::Temp(n)
+            | FileKind::Options(n)
+            | FileKind::OptionsTemp(n) => Some(n.0),
             FileKind::Current | FileKind::Identity | FileKind::Lock => None,
         })
         .chain(wal_files.keys().map(|n| n.0))

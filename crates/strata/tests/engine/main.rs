@@ -11,6 +11,7 @@ mod iterators_and_snapshots;
 mod key_orders;
 mod merge_counters;
 mod merge_without_operator;
+mod options_files;
 mod prefix_same_as_start;
 mod properties;
 mod range_deletes;

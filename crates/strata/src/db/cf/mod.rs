@@ -144,6 +144,11 @@ impl ColumnFamilyDescriptor {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The family's options (as `Options::load_latest` read them, for one).
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
 }
 
 /// A column family's shared part: what reads and background jobs of the family need.

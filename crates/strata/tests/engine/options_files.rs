@@ -1,0 +1,140 @@
+//! OPTIONS files (`db/options_file.rs`): written at open, after a column family is created or
+//! dropped and after `set_options`, the newest two kept; `Options::load_latest` reads the
+//! newest back; a read-only open writes none; a checkpoint carries one; a file with options
+//! this build does not know loads only when told to skip them.
+
+use std::path::Path;
+
+use strata::checkpoint::Checkpoint;
+use strata::{Cache, DBCompressionType, Env, Options, SliceTransform, DB};
+
+fn options_files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("OPTIONS-"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn load(
+    dir: &Path,
+    ignore_unknown: bool,
+) -> strata::Result<(Options, Vec<strata::ColumnFamilyDescriptor>)> {
+    Options::load_latest(dir, Env::new().unwrap(), ignore_unknown, Cache::new_lru_cache(1 << 20))
+}
+
+#[test]
+fn the_options_a_db_was_opened_and_changed_with_load_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    opts.set_max_open_files(321);
+    opts.set_write_buffer_size(3 << 20);
+    opts.set_compression_type(DBCompressionType::Zstd);
+    opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(5));
+    let mut cf_opts = Options::default();
+    cf_opts.set_write_buffer_size(5 << 20);
+    cf_opts.set_level_zero_file_num_compaction_trigger(9);
+    {
+        let db = DB::open_cf_descriptors(
+            &opts,
+            dir.path(),
+            vec![strata::ColumnFamilyDescriptor::new("events", cf_opts.clone())],
+        )
+        .unwrap();
+        assert_eq!(options_files(dir.path()).len(), 1, "written at open");
+        db.create_cf("scratch", &Options::default()).unwrap();
+        let events = db.cf_handle("events").unwrap();
+        db.set_options_cf(&events, &[("disable_auto_compactions", "true")]).unwrap();
+        db.drop_cf("scratch").unwrap();
+        // Open, create, set, drop: four files written, the newest two kept.
+        assert_eq!(options_files(dir.path()).len(), 2, "{:?}", options_files(dir.path()));
+    }
+    let (db_opts, cfs) = load(dir.path(), false).unwrap();
+    assert_eq!(db_opts.max_open_files, 321);
+    assert_eq!(db_opts.write_buffer_size, 3 << 20);
+    assert_eq!(db_opts.compression, DBCompressionType::Zstd);
+    let names: Vec<&str> = cfs.iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["default", "events"], "the dropped family is gone");
+    let events = cfs[1].options();
+    assert_eq!(events.write_buffer_size, 5 << 20);
+    assert_eq!(events.level0_file_num_compaction_trigger, 9);
+    assert!(events.disable_auto_compactions, "set_options is recorded");
+    assert_eq!(events.max_open_files, 321, "a family starts from the DB options");
+    // The loaded options open the DB as it was.
+    let db = DB::open_cf_descriptors(&db_opts, dir.path(), cfs).unwrap();
+    db.put(b"k", b"v").unwrap();
+}
+
+#[test]
+fn read_only_opens_write_none_and_leftovers_go_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    drop(DB::open(&opts, dir.path()).unwrap());
+    let before = options_files(dir.path());
+    drop(DB::open_for_read_only(&opts, dir.path(), false).unwrap());
+    assert_eq!(options_files(dir.path()), before);
+    // An OPTIONS file cut short by a crash before its rename.
+    std::fs::write(dir.path().join("OPTIONS-000999.dbtmp"), "[Version]\n").unwrap();
+    drop(DB::open(&opts, dir.path()).unwrap());
+    let after = options_files(dir.path());
+    assert!(!after.iter().any(|n| n.contains(".dbtmp")), "{after:?}");
+    assert_eq!(after.len(), 2);
+    assert!(after[1] > before[0], "the new file is numbered past the old: {after:?}");
+}
+
+#[test]
+fn a_checkpoint_carries_the_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.set_max_open_files(77);
+    let db = DB::open(&opts, dir.path()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let target = dir.path().join("cp");
+    Checkpoint::new(&db).unwrap().create_checkpoint(&target).unwrap();
+    assert_eq!(options_files(&target).len(), 1);
+    let (loaded, _) = load(&target, false).unwrap();
+    assert_eq!(loaded.max_open_files, 77);
+    let cp = DB::open(&loaded, &target).unwrap();
+    assert_eq!(cp.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn options_this_build_does_not_know_load_only_when_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    drop(DB::open(&opts, dir.path()).unwrap());
+    // A file as another program might write it: a later format minor version, options and a
+    // table kind Strata does not have, objects by name.
+    let text = "# written by hand\n[Version]\n  rocksdb_version=99.0.0\n  \
+        options_file_version=1.9\n\n[DBOptions]\n  max_open_files=55\n  \
+        some_future_option=1\n\n[CFOptions \"default\"]\n  write_buffer_size=2097152\n  \
+        comparator=leveldb.BytewiseComparator\n  merge_operator=nullptr\n  \
+        table_factory=BlockBasedTable\n  compaction_options_fifo={max_table_files_size=4096;\
+        future_knob=2;}\n\n[TableOptions/BlockBasedTable \"default\"]\n  block_size=8192\n  \
+        filter_policy=bloomfilter:12:false\n  future_table_knob=3\n\n\
+        [TableOptions/PlainTable \"default\"]\n  user_key_len=0\n";
+    std::fs::write(dir.path().join("OPTIONS-999999"), text).unwrap();
+    let e = load(dir.path(), false).unwrap_err().to_string();
+    assert!(e.contains("OPTIONS-999999 line 8") && e.contains("some_future_option"), "{e}");
+    let (o, cfs) = load(dir.path(), true).unwrap();
+    assert_eq!((o.max_open_files, o.write_buffer_size), (55, 2 << 20));
+    assert_eq!(o.compaction_options_fifo.max_table_files_size, 4096);
+    assert_eq!((o.block_size, o.bloom_bits_per_key), (8192, 12));
+    assert_eq!(cfs.len(), 1);
+    // A value of the wrong form is an error either way.
+    std::fs::write(
+        dir.path().join("OPTIONS-1000000"),
+        "[Version]\n  options_file_version=1.1\n[DBOptions]\n[CFOptions \"default\"]\n  \
+         write_buffer_size=big\n",
+    )
+    .unwrap();
+    let e = load(dir.path(), true).unwrap_err().to_string();
+    assert!(e.contains("OPTIONS-1000000 line 5") && e.contains("write_buffer_size"), "{e}");
+}
