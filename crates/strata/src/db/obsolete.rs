@@ -111,7 +111,7 @@ pub(crate) fn delete_obsolete_at_open(
 }
 
 /// Whether `disable_file_deletions` holds deletions back.
-fn deletions_disabled(inner: &DbInner) -> bool {
+pub(crate) fn deletions_disabled(inner: &DbInner) -> bool {
     inner.file_deletions_disabled.load(std::sync::atomic::Ordering::Acquire) > 0
 }
 

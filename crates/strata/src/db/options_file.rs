@@ -185,13 +185,15 @@ fn unescape(v: &str) -> String {
     out
 }
 
-/// Writes a new OPTIONS file into `dir` and deletes all but the newest [`KEEP`]. `next_file`
-/// is the DB's file counter (module doc: raised past the files found first).
+/// Writes a new OPTIONS file into `dir` and, with `prune`, deletes all but the newest
+/// [`KEEP`] (not while `disable_file_deletions` holds deletions back: a later write prunes).
+/// `next_file` is the DB's file counter (module doc: raised past the files found first).
 pub(crate) fn persist(
     fs: &dyn FileSystem,
     dir: &Path,
     next_file: &std::sync::atomic::AtomicU64,
     text: &str,
+    prune: bool,
 ) -> Result<()> {
     use std::sync::atomic::Ordering;
     let found = list(fs, dir)?;
@@ -215,6 +217,9 @@ pub(crate) fn persist(
         let _ = fs.remove(&tmp);
         return Err(e);
     }
+    if !prune {
+        return Ok(());
+    }
     let mut all = found;
     all.push((n, path));
     for (_, old) in all.iter().take(all.len().saturating_sub(KEEP)) {
@@ -236,7 +241,8 @@ pub(crate) fn persist_options(inner: &super::DbInner) -> Result<()> {
         state.cfs.values().map(|cs| (cs.cfd.name.clone(), (*cs.cfd.live_opts()).clone())).collect()
     };
     let text = render(&inner.opts, &families);
-    persist(inner.fs.as_ref(), &inner.dir, &inner.next_file, &text)
+    let prune = !super::obsolete::deletions_disabled(inner);
+    persist(inner.fs.as_ref(), &inner.dir, &inner.next_file, &text, prune)
 }
 
 /// A section's options: line number, name, value.
@@ -622,7 +628,7 @@ mod tests {
         fs.create(&tmp).unwrap();
         let counter = std::sync::atomic::AtomicU64::new(7);
         for text in ["one", "two", "three"] {
-            persist(&fs, dir, &counter, text).unwrap();
+            persist(&fs, dir, &counter, text, true).unwrap();
         }
         let names: Vec<_> = list(&fs, dir).unwrap().into_iter().map(|(n, _)| n.0).collect();
         assert_eq!(names, [42, 43]);

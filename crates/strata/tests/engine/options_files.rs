@@ -1,7 +1,8 @@
 //! OPTIONS files (`db/options_file.rs`): written at open, after a column family is created or
 //! dropped and after `set_options`, the newest two kept; `Options::load_latest` reads the
-//! newest back; a read-only open writes none; a checkpoint carries one; a file with options
-//! this build does not know loads only when told to skip them.
+//! newest back; a read-only open writes none; older files stay while file deletions are
+//! disabled; a checkpoint carries one; a file with options this build does not know loads
+//! only when told to skip them.
 
 use std::path::Path;
 
@@ -85,6 +86,24 @@ fn read_only_opens_write_none_and_leftovers_go_at_open() {
     assert!(!after.iter().any(|n| n.contains(".dbtmp")), "{after:?}");
     assert_eq!(after.len(), 2);
     assert!(after[1] > before[0], "the new file is numbered past the old: {after:?}");
+}
+
+#[test]
+fn old_files_stay_while_file_deletions_are_disabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    let db = DB::open(&opts, dir.path()).unwrap();
+    db.disable_file_deletions().unwrap();
+    for size in ["1m", "2m", "3m"] {
+        db.set_options(&[("write_buffer_size", size)]).unwrap();
+    }
+    assert_eq!(options_files(dir.path()).len(), 4, "the open's and three kept");
+    db.enable_file_deletions().unwrap();
+    db.set_options(&[("write_buffer_size", "4m")]).unwrap();
+    assert_eq!(options_files(dir.path()).len(), 2);
+    drop(db);
+    assert_eq!(load(dir.path(), false).unwrap().0.write_buffer_size, 4 << 20);
 }
 
 #[test]
