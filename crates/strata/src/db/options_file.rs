@@ -41,7 +41,8 @@
 //! caller's to give again, as with RocksDB.
 //!
 //! Writing: at every read-write open, after each column family is created or dropped and
-//! after `set_options`; the newest two files are kept, older ones deleted, as RocksDB does.
+//! after `set_options`; the newest two files are kept, older ones deleted, as RocksDB does
+//! (not while `disable_file_deletions` holds deletions back).
 //! The number comes from the DB's file counter, raised first past any OPTIONS file found (a
 //! counter not yet recorded in the MANIFEST when the process ended could otherwise give a new
 //! file a lower number than an old one). A failure to write is the call's error (the call's
