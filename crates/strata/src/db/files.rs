@@ -7,23 +7,36 @@ use std::path::Path;
 use super::DbInner;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
-use crate::filename::{manifest_name, parse_file_name, table_file_name, wal_path, FileKind};
+use crate::filename::{
+    blob_file_name, manifest_name, parse_file_name, table_file_name, wal_path, FileKind,
+};
 use crate::key::{lookup_key, user_key};
 use crate::types::{FileNumber, SeqNo};
 
-/// CURRENT, the MANIFEST, the live tables and the WALs at or after the MANIFEST's log number,
-/// sorted by name; a table in a table path other than the DB directory by its whole path.
+/// CURRENT, the MANIFEST, the live tables and blob files, the blob files values written at
+/// commit are in (which the WALs refer to), the newest OPTIONS file and the WALs at or after
+/// the MANIFEST's log number, sorted by name; a table in a table path other than the DB
+/// directory by its whole path.
 pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
     let (manifest, log_number, families) = {
         let v = inner.versions.lock();
         (v.manifest_number(), v.log_number(), v.snapshot())
     };
     let mut names = vec!["CURRENT".to_string(), manifest_name(manifest)];
+    let mut blobs = inner.blob_logs.pinned();
     for f in &families {
         names.extend(f.version.files().map(|(_, t)| match t.dir() {
             Some(d) if d != inner.dir => t.path_in(&inner.dir).display().to_string(),
             _ => table_file_name(t.number),
         }));
+        blobs.extend(f.version.blobs().numbers());
+    }
+    blobs.sort_unstable();
+    blobs.dedup();
+    names.extend(blobs.into_iter().map(blob_file_name));
+    // Left out when the directory fails to list, as a WAL is below.
+    if let Ok(Some((n, _))) = super::options_file::newest(inner.fs.as_ref(), &inner.dir) {
+        names.push(super::options_file::options_file_name(n));
     }
     // A WAL that fails to list is left out: callers copying files see the error on the copy.
     if let Ok(wals) = inner.fs.list(&inner.wal_dir) {

@@ -1192,8 +1192,9 @@ impl Db {
 
     /// The names of the files a copy of the DB needs, relative to the DB directory (WALs
     /// relative to `Options::wal_dir` when set, tables in another table path, `db_paths` or
-    /// `cf_paths`, by their whole path): CURRENT, the MANIFEST, every live table and every
-    /// WAL still holding unflushed writes, sorted. Files may be deleted after the
+    /// `cf_paths`, by their whole path): CURRENT, the MANIFEST, every live table and blob file
+    /// (those of values written at commit included), the newest OPTIONS file and every WAL
+    /// still holding unflushed writes, sorted. Files may be deleted after the
     /// call; [`Checkpoint`] is the consistent way to copy a live DB.
     pub fn live_file_names(&self) -> Vec<String> {
         files::live_files(&self.inner)

@@ -7,6 +7,7 @@
 //!                                     (8 lowercase hex digits) and its size; one copy serves
 //!                                     every backup that holds this table
 //!   private/<id>/MANIFEST-NNNNNN      backup <id>'s MANIFEST: exactly its tables, no WAL
+//!   private/<id>/OPTIONS-NNNNNN       the source's newest OPTIONS file (`db/options_file.rs`)
 //!   meta/<id>                         backup <id>'s description (below); a backup exists
 //!                                     exactly when this file does
 //!   meta/<id>.tmp, *.tmp              an interrupted backup's leftovers (removed on open)
@@ -145,6 +146,13 @@ impl BackupEngine {
         // A restore is one directory: every table at table path 0 (module docs).
         let families =
             families.iter().map(FamilySnapshot::in_one_directory).collect::<Result<Vec<_>>>()?;
+        // The options the source was last opened or changed with, for `Options::load_latest`
+        // on a restore; before the MANIFEST, whose CURRENT's directory sync covers it.
+        if let Some((n, src)) = crate::db::options_file::newest(fs, db.path())? {
+            let name = crate::db::options_file::options_file_name(n);
+            let (size, crc) = copy_with_crc(fs, &src, &private.join(&name))?;
+            files.push(BackupFile { stored: format!("{PRIVATE}/{id}/{name}"), name, size, crc });
+        }
         write_manifest_for(fs, &private, manifest, &families, &backup_counters)?;
         let name = manifest_name(manifest);
         let (size, crc) = file_crc(fs, &private.join(&name))?;

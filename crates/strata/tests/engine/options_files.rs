@@ -1,13 +1,13 @@
 //! OPTIONS files (`db/options_file.rs`): written at open, after a column family is created or
 //! dropped and after `set_options`, the newest two kept; `Options::load_latest` reads the
 //! newest back; a read-only open writes none; older files stay while file deletions are
-//! disabled; a checkpoint carries one; a file with options this build does not know loads
-//! only when told to skip them.
+//! disabled; checkpoints and backups carry one; a file with options this build does not know
+//! loads only when told to skip them.
 
 use std::path::Path;
 
 use strata::checkpoint::Checkpoint;
-use strata::{Cache, DBCompressionType, Env, Options, SliceTransform, DB};
+use strata::{BackupEngine, Cache, DBCompressionType, Env, Options, SliceTransform, DB};
 
 fn options_files(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -107,20 +107,26 @@ fn old_files_stay_while_file_deletions_are_disabled() {
 }
 
 #[test]
-fn a_checkpoint_carries_the_options() {
+fn checkpoints_and_backups_carry_the_options() {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.set_max_open_files(77);
-    let db = DB::open(&opts, dir.path()).unwrap();
+    let db = DB::open(&opts, dir.path().join("db")).unwrap();
     db.put(b"k", b"v").unwrap();
     let target = dir.path().join("cp");
     Checkpoint::new(&db).unwrap().create_checkpoint(&target).unwrap();
-    assert_eq!(options_files(&target).len(), 1);
-    let (loaded, _) = load(&target, false).unwrap();
-    assert_eq!(loaded.max_open_files, 77);
-    let cp = DB::open(&loaded, &target).unwrap();
-    assert_eq!(cp.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    let backups = BackupEngine::open(&Options::default(), dir.path().join("backups")).unwrap();
+    backups.create_new_backup(&db).unwrap();
+    let restored = dir.path().join("restored");
+    backups.restore_from_latest_backup(&restored).unwrap();
+    for copy in [target, restored] {
+        assert_eq!(options_files(&copy).len(), 1, "{}", copy.display());
+        let (loaded, _) = load(&copy, false).unwrap();
+        assert_eq!(loaded.max_open_files, 77);
+        let reopened = DB::open(&loaded, &copy).unwrap();
+        assert_eq!(reopened.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
 }
 
 #[test]

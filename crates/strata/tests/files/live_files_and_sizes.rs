@@ -1,5 +1,5 @@
 //! `Db::live_files` names, sorted, every file a copy of the DB needs (CURRENT, the MANIFEST,
-//! tables, WALs); `Db::get_approximate_sizes` follows the data in each range; after
+//! tables, blob files, the OPTIONS file, WALs), and a copy of them opens as the DB; `Db::get_approximate_sizes` follows the data in each range; after
 //! `Db::cancel_all_background_work` flushes are refused while reads go on and the WAL keeps
 //! the writes.
 
@@ -38,6 +38,40 @@ fn live_files_name_what_a_copy_needs() {
     let mut sorted = live.clone();
     sorted.sort();
     assert_eq!(live, sorted);
+}
+
+#[test]
+fn a_copy_of_the_live_files_opens_as_the_db() {
+    let fs = MemFs::new();
+    let mut o = opts(&fs);
+    o.set_enable_blob_files(true);
+    o.set_min_blob_size(64);
+    let db = Db::open(&o, "/db").unwrap();
+    for i in 0..200 {
+        db.put(format!("k{i:03}"), vec![b'a' + (i % 26) as u8; 100 + i]).unwrap();
+    }
+    db.flush().unwrap();
+    db.put(b"small", b"in the WAL").unwrap();
+    db.disable_file_deletions().unwrap();
+    let live = db.live_file_names();
+    assert!(live.iter().any(|n| n.contains(".blob")), "{live:?}");
+    assert!(live.iter().any(|n| n.starts_with("OPTIONS-")), "{live:?}");
+    fs.create_dir_all(Path::new("/copy")).unwrap();
+    for name in &live {
+        let bytes = fs.open(&Path::new("/db").join(name)).unwrap().read_all().unwrap();
+        let mut f = fs.create(&Path::new("/copy").join(name)).unwrap();
+        f.append(&bytes).unwrap();
+        f.sync().unwrap();
+    }
+    db.enable_file_deletions().unwrap();
+    let copy = Db::open(&o, "/copy").unwrap();
+    let all = |d: &Db| -> Vec<Vec<u8>> {
+        d.iterator(strata::IteratorMode::Start)
+            .map(|kv| kv.map(|(k, v)| [&k[..], b"=", &v[..]].concat()).unwrap())
+            .collect()
+    };
+    assert_eq!(all(&copy), all(&db));
+    assert_eq!(all(&copy).len(), 201);
 }
 
 #[test]
