@@ -2,7 +2,15 @@
 //!
 //! ```text
 //! frame = length u32 | call id u64 | payload        (little-endian; length counts id + payload)
+//! hello = frame with call id 0, payload "strata-raft-hello 1\n" | tag (UTF-8)
+//! answer to a hello = frame with call id 0, payload "ok" | "refused: " reason (UTF-8)
 //! ```
+//!
+//! A connection starts with the connecting end's hello, answered before any request is sent:
+//! both ends must have the same [`Handshake`] tag (what a program's nodes must agree on to
+//! talk, such as the layout of the data they replicate). A refused connection is closed; the
+//! refusal is told on both ends ([`Handshake`]), and the connecting end fails its calls to
+//! that peer for [`REFUSED_FOR`] before it tries again.
 //!
 //! A node keeps one outgoing connection to each peer, shared by every group's messages (so a
 //! pair of nodes has one connection each way). Calls are matched to responses by id, so a
@@ -18,7 +26,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -32,6 +40,68 @@ use crate::types::NodeId;
 
 /// Largest frame accepted (a snapshot chunk plus headers fits well within).
 pub const MAX_FRAME: usize = 64 << 20;
+
+/// The first bytes of a hello's payload (module doc).
+const HELLO: &[u8] = b"strata-raft-hello 1\n";
+
+/// How long calls to a peer that refused the handshake fail at once before the next try.
+pub const REFUSED_FOR: Duration = Duration::from_secs(1);
+
+/// How often one refusal is told again while it goes on.
+const TELL_EVERY: Duration = Duration::from_secs(60);
+
+/// What both ends of a connection must agree on (module doc): a tag, and who is told of a
+/// refusal (each distinct reason at most once a minute). The default has the empty tag and
+/// tells no one.
+#[derive(Clone)]
+pub struct Handshake {
+    tag: String,
+    on_refuse: Arc<dyn Fn(&str) + Send + Sync>,
+    told: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+impl Default for Handshake {
+    fn default() -> Self {
+        Handshake::new("", |_| {})
+    }
+}
+
+impl Handshake {
+    /// Connections whose other end has `tag` too; `on_refuse` hears of the others.
+    pub fn new(tag: impl Into<String>, on_refuse: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Handshake { tag: tag.into(), on_refuse: Arc::new(on_refuse), told: Arc::default() }
+    }
+
+    fn hello(&self) -> Vec<u8> {
+        [HELLO, self.tag.as_bytes()].concat()
+    }
+
+    /// The answer to a hello's payload, and whether it is a refusal.
+    fn answer(&self, payload: &[u8]) -> (Vec<u8>, Option<String>) {
+        let why = match payload.strip_prefix(HELLO) {
+            Some(tag) if tag == self.tag.as_bytes() => return (b"ok".to_vec(), None),
+            Some(tag) => format!(
+                "its tag {:?} is not this node's {:?}",
+                String::from_utf8_lossy(tag),
+                self.tag
+            ),
+            None => "its first message is not a hello (a node of an older version?)".into(),
+        };
+        (format!("refused: {why}").into_bytes(), Some(why))
+    }
+
+    fn tell(&self, what: &str) {
+        let now = Instant::now();
+        let mut told = self.told.lock();
+        if told.get(what).is_some_and(|t| now.duration_since(*t) < TELL_EVERY) {
+            return;
+        }
+        told.retain(|_, t| now.duration_since(*t) < TELL_EVERY);
+        told.insert(what.to_string(), now);
+        drop(told);
+        (self.on_refuse)(what);
+    }
+}
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Vec<u8>>>>>;
 
@@ -69,6 +139,9 @@ struct Inner {
     /// Where each peer listens.
     addrs: Mutex<HashMap<NodeId, String>>,
     conns: tokio::sync::Mutex<HashMap<NodeId, Conn>>,
+    handshake: Handshake,
+    /// Peers that refused the handshake: when, and why.
+    refused: Mutex<HashMap<NodeId, (Instant, String)>>,
 }
 
 /// The TCP transport of one node. Clones share the connections.
@@ -159,9 +232,14 @@ async fn read_frame(
 }
 
 impl TcpTransport {
-    /// A transport that knows no peer yet.
+    /// A transport that knows no peer yet, with the default [`Handshake`].
     pub fn new() -> TcpTransport {
         TcpTransport::default()
+    }
+
+    /// A transport whose connections need `handshake`'s tag at the other end.
+    pub fn with_handshake(handshake: Handshake) -> TcpTransport {
+        TcpTransport { inner: Arc::new(Inner { handshake, ..Inner::default() }) }
     }
 
     /// Records where `node` listens (`host:port`).
@@ -184,7 +262,37 @@ impl TcpTransport {
             Ok(Ok(s)) => s,
         };
         let _ = stream.set_nodelay(true);
-        let (rd, wr) = stream.into_split();
+        let mut stream = BufReader::with_capacity(READ_BUFFER, stream);
+        let hs = &self.inner.handshake;
+        let said = tokio::time::timeout(timeout, async {
+            stream.get_mut().write_all(&frame(0, &hs.hello())).await?;
+            read_frame(&mut stream).await
+        })
+        .await;
+        let refused = |why: String| {
+            let what = format!("node {target} at {addr} refused this node's connection: {why}");
+            hs.tell(&what);
+            self.inner.refused.lock().insert(target, (Instant::now(), what.clone()));
+            Err(TransportError::Unreachable(what))
+        };
+        match said {
+            Err(_) => return Err(TransportError::Timeout(timeout)),
+            Ok(Ok(Some((0, answer)))) if answer == b"ok" => {}
+            Ok(Ok(Some((_, answer)))) => {
+                return refused(match answer.strip_prefix(b"refused: ") {
+                    Some(why) => String::from_utf8_lossy(why).into_owned(),
+                    None => "it answered the hello with something else (an older version?)".into(),
+                })
+            }
+            Ok(Ok(None)) => return refused("it closed the connection at the hello".into()),
+            Ok(Err(e)) => {
+                return Err(TransportError::Unreachable(format!(
+                    "hello to node {target} at {addr}: {e}"
+                )))
+            }
+        }
+        // Nothing else was sent yet, so nothing past the answer is buffered.
+        let (rd, wr) = stream.into_inner().into_split();
         let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
         tokio::spawn(write_frames(rx, wr));
@@ -218,6 +326,11 @@ impl TcpTransport {
             let alive = conns.get(&target).is_some_and(Conn::alive);
             if !alive {
                 conns.remove(&target);
+                if let Some((at, why)) = self.inner.refused.lock().get(&target) {
+                    if at.elapsed() < REFUSED_FOR {
+                        return Err(TransportError::Unreachable(why.clone()));
+                    }
+                }
                 let c = self.connect(target, timeout).await?;
                 conns.insert(target, c);
             }
@@ -281,8 +394,17 @@ pub struct TcpServer {
 }
 
 impl TcpServer {
-    /// Binds `addr` (port 0 picks a free one) and serves.
+    /// Binds `addr` (port 0 picks a free one) and serves, with the default [`Handshake`].
     pub async fn bind(addr: &str, handler: Arc<dyn RpcHandler>) -> std::io::Result<TcpServer> {
+        TcpServer::bind_with(addr, handler, Handshake::default()).await
+    }
+
+    /// Binds `addr` and serves the connections whose hello has `handshake`'s tag.
+    pub async fn bind_with(
+        addr: &str,
+        handler: Arc<dyn RpcHandler>,
+        handshake: Handshake,
+    ) -> std::io::Result<TcpServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
@@ -291,7 +413,8 @@ impl TcpServer {
             let l = listener.clone();
             Box::pin(async move { l.accept().await.map(|(stream, _)| stream) })
         };
-        let task = tokio::spawn(accept_connections(accept, handler, connections.clone()));
+        let task =
+            tokio::spawn(accept_connections(accept, handler, handshake, connections.clone()));
         Ok(TcpServer { addr, task, connections })
     }
 
@@ -319,6 +442,7 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 async fn accept_connections(
     mut accept: impl FnMut() -> BoxFuture<std::io::Result<TcpStream>>,
     handler: Arc<dyn RpcHandler>,
+    handshake: Handshake,
     connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
 ) {
     loop {
@@ -330,18 +454,38 @@ async fn accept_connections(
             }
         };
         let _ = stream.set_nodelay(true);
-        let t = tokio::spawn(serve_connection(stream, handler.clone()));
+        let t = tokio::spawn(serve_connection(stream, handler.clone(), handshake.clone()));
         let mut c = connections.lock();
         c.retain(|h| !h.is_finished());
         c.push(t.abort_handle());
     }
 }
 
-async fn serve_connection(stream: TcpStream, handler: Arc<dyn RpcHandler>) {
+async fn serve_connection(stream: TcpStream, handler: Arc<dyn RpcHandler>, hs: Handshake) {
+    let peer = stream.peer_addr().map_or_else(|_| "?".to_string(), |a| a.to_string());
     let (rd, wr) = stream.into_split();
     let (out, rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(write_frames(rx, wr));
     let mut rd = BufReader::with_capacity(READ_BUFFER, rd);
+    // The hello first (module doc); a refusal closes the connection once it is answered.
+    let refusal = match read_frame(&mut rd).await {
+        Ok(Some((0, payload))) => {
+            let (answer, refused) = hs.answer(&payload);
+            let _ = out.send(frame(0, &answer));
+            refused
+        }
+        // A request first: a peer that sends no hello (its calls fail as the connection closes).
+        Ok(Some(_)) => hs.answer(b"").1,
+        Ok(None) | Err(_) => Some(String::new()),
+    };
+    if let Some(why) = refusal {
+        if !why.is_empty() {
+            hs.tell(&format!("refused a connection from {peer}: {why}"));
+        }
+        drop(out);
+        let _ = writer.await;
+        return;
+    }
     while let Ok(Some((id, payload))) = read_frame(&mut rd).await {
         // Taken here, in the order the frames came; answered concurrently.
         let answer = handler.clone().handle(payload);
@@ -491,6 +635,78 @@ mod tests {
         drop(server);
     }
 
+    /// A handshake whose refusals are collected.
+    fn told(tag: &str) -> (Handshake, Arc<Mutex<Vec<String>>>) {
+        let said = Arc::new(Mutex::new(Vec::new()));
+        let s = said.clone();
+        (Handshake::new(tag, move |m| s.lock().push(m.to_string())), said)
+    }
+
+    /// Nodes of different tags do not talk: the connection is refused, both ends are told
+    /// (once, however often it is tried), and calls fail at once for a while without
+    /// connecting again; nodes of one tag talk.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_peer_of_another_tag_is_refused_and_both_ends_told() {
+        let (server_hs, server_told) = told("layout 2");
+        let server = TcpServer::bind_with("127.0.0.1:0", Arc::new(SlowEcho), server_hs.clone())
+            .await
+            .unwrap();
+        let (client_hs, client_told) = told("layout 1");
+        let t = TcpTransport::with_handshake(client_hs);
+        t.set_addr(2, server.addr().to_string());
+        let d = Duration::from_secs(5);
+        let Err(TransportError::Unreachable(why)) = t.call(2, vec![0, 1], d).await else {
+            panic!("a call across tags went through");
+        };
+        assert!(why.contains("\"layout 1\"") && why.contains("\"layout 2\""), "{why}");
+        assert_eq!(t.inner.conns.lock().await.len(), 0);
+        for _ in 0..3 {
+            assert!(t.call(2, vec![0, 1], d).await.is_err());
+        }
+        // Told once each, though refused again at once (no new connection meanwhile).
+        assert_eq!(client_told.lock().len(), 1, "{:?}", client_told.lock());
+        let server_said = server_told.lock().clone();
+        assert_eq!(server_said.len(), 1, "{server_said:?}");
+        assert!(
+            server_said[0].starts_with("refused a connection from 127.0.0.1:"),
+            "{server_said:?}"
+        );
+        // The same tag talks.
+        let same = TcpTransport::with_handshake(server_hs);
+        same.set_addr(2, server.addr().to_string());
+        assert_eq!(same.call(2, vec![0, 5], d).await.unwrap(), [5, 0]);
+    }
+
+    /// A peer that sends a request before any hello (a node of an older version) is refused,
+    /// and so is a server that answers the hello with anything but its answer.
+    #[tokio::test(flavor = "current_thread")]
+    async fn peers_without_the_hello_are_refused() {
+        let (hs, said) = told("");
+        let server = TcpServer::bind_with("127.0.0.1:0", Arc::new(SlowEcho), hs).await.unwrap();
+        let mut s = TcpStream::connect(server.addr()).await.unwrap();
+        s.write_all(&frame(1, &[0, 1])).await.unwrap();
+        let mut buf = [0u8; 1];
+        assert_eq!(s.read(&mut buf).await.unwrap(), 0, "the server closed the connection");
+        assert!(said.lock().iter().any(|m| m.contains("not a hello")), "{:?}", said.lock());
+        // A server that answers every frame as a request (an older version's).
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let old = tokio::spawn(async move {
+            let (mut c, _) = listener.accept().await.unwrap();
+            if let Ok(Some((id, _))) = read_frame(&mut c).await {
+                let _ = c.write_all(&frame(id, b"error: message version")).await;
+            }
+        });
+        let t = TcpTransport::new();
+        t.set_addr(3, addr);
+        let r = t.call(3, vec![0, 1], Duration::from_secs(5)).await;
+        assert!(
+            matches!(&r, Err(TransportError::Unreachable(w)) if w.contains("older version")),
+            "{r:?}"
+        );
+        old.await.unwrap();
+    }
+
     /// A failed accept does not end the serving: the next connection is served.
     #[tokio::test(flavor = "current_thread")]
     async fn a_failed_accept_is_waited_out() {
@@ -512,7 +728,12 @@ mod tests {
                 })
             }
         };
-        let serving = tokio::spawn(accept_connections(accept, Arc::new(SlowEcho), Arc::default()));
+        let serving = tokio::spawn(accept_connections(
+            accept,
+            Arc::new(SlowEcho),
+            Handshake::default(),
+            Arc::default(),
+        ));
         let t = TcpTransport::new();
         t.set_addr(2, addr);
         let reply = t.call(2, vec![0, 3], Duration::from_secs(5)).await;

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata_replication::transport::tcp::{TcpServer, TcpTransport};
+use strata_replication::transport::tcp::{Handshake, TcpServer, TcpTransport};
 use strata_replication::{GroupId, OnEmpty, Peer, RaftNode};
 use tokio::runtime::Handle;
 
@@ -94,7 +94,19 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
     }
     // Other nodes' addresses: those named here, and every group's members' (the transport
     // learns them from the memberships Raft sends to).
-    let transport = TcpTransport::new();
+    // Every node of a cluster runs one data layout (`docs/replication.md`): a node of another
+    // layout is refused at the connection, said in the LOG and on stderr.
+    let tag = format!(
+        "strata-server data layout {:?}",
+        String::from_utf8_lossy(crate::storage::LAYOUT_PARTITIONS)
+    );
+    let told_db = store.db.clone();
+    let handshake = Handshake::new(tag, move |what: &str| {
+        let line = format!("cluster mode: {what} (every node of a cluster runs one version)");
+        told_db.log_info(&line);
+        eprintln!("strata-server: {line}");
+    });
+    let transport = TcpTransport::with_handshake(handshake.clone());
     for (id, a) in &spec.nodes {
         transport.set_addr(*id, a.raft.clone());
     }
@@ -144,7 +156,7 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         eprintln!("strata-server: {note}");
     }
     let me = &spec.nodes[&spec.id];
-    let listener = TcpServer::bind(&me.raft, raft.clone())
+    let listener = TcpServer::bind_with(&me.raft, raft.clone(), handshake)
         .await
         .map_err(|e| format!("cluster mode: cannot listen on {} for Raft: {e}", me.raft))?;
     // A new cluster (`--cluster-bootstrap yes`, no map stored yet): its map from the settings.
