@@ -206,6 +206,10 @@ fn db_options(path: &Path) -> Result<(Options, Vec<ColumnFamilyDescriptor>)> {
         .max();
     let fit = |o: &mut Options| {
         o.error_if_exists = false;
+        // The I/O mode is the machine's, not the data's: buffered wherever the DB now is (a
+        // copy on a file system without direct I/O opens too).
+        o.use_direct_reads = false;
+        o.use_direct_io_for_flush_and_compaction = false;
         if let Some(level) = deepest {
             o.num_levels = o.num_levels.max(level + 1);
         }

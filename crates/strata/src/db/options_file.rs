@@ -1,7 +1,8 @@
 //! OPTIONS files: the options a DB was last opened or changed with, kept beside it so that
 //! `Options::load_latest` (RocksDB's `LoadLatestOptions`) gives them back and a person or
-//! tool can read them. Written as RocksDB writes its own, with its option names, so a file
-//! either program wrote reads in the other's terms.
+//! tool can read them. Laid out as RocksDB lays out its own, with its option names, so a
+//! RocksDB OPTIONS file reads here too (the options Strata lacks skipped when asked); Strata's
+//! own additions (`strata_version`, the tiered style and its options) are not RocksDB's.
 //!
 //! ```text
 //! OPTIONS-NNNNNN         UTF-8 text, written whole (OPTIONS-NNNNNN.dbtmp, synced, renamed)
