@@ -284,7 +284,12 @@ impl TcpTransport {
                     None => "it answered the hello with something else (an older version?)".into(),
                 })
             }
-            Ok(Ok(None)) => return refused("it closed the connection at the hello".into()),
+            // A refusal is always answered first: a close without one is a node going away.
+            Ok(Ok(None)) => {
+                return Err(TransportError::Unreachable(format!(
+                    "node {target} at {addr} closed the connection at the hello"
+                )))
+            }
             Ok(Err(e)) => {
                 return Err(TransportError::Unreachable(format!(
                     "hello to node {target} at {addr}: {e}"
