@@ -88,6 +88,16 @@ pub(crate) fn temp_path(dir: &Path, n: FileNumber) -> PathBuf {
     dir.join(format!("{n}.dbtmp"))
 }
 
+/// The name of OPTIONS file `n` (`db/options_file.rs`).
+pub(crate) fn options_file_name(n: FileNumber) -> String {
+    format!("OPTIONS-{n}")
+}
+
+/// The path OPTIONS file `n` is written at before its rename.
+pub(crate) fn options_temp_path(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("OPTIONS-{n}.dbtmp"))
+}
+
 fn parse_number(s: &str) -> Option<FileNumber> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;

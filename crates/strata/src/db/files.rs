@@ -36,7 +36,7 @@ pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
     names.extend(blobs.into_iter().map(blob_file_name));
     // Left out when the directory fails to list, as a WAL is below.
     if let Ok(Some((n, _))) = super::options_file::newest(inner.fs.as_ref(), &inner.dir) {
-        names.push(super::options_file::options_file_name(n));
+        names.push(crate::filename::options_file_name(n));
     }
     // A WAL that fails to list is left out: callers copying files see the error on the copy.
     if let Ok(wals) = inner.fs.list(&inner.wal_dir) {

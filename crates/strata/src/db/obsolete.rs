@@ -15,12 +15,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::options_file::options_file_name;
 use super::wal_archive::{purge_archive, retire_wal};
 use super::wal_blob_refs::WalBlobRefs;
 use super::DbInner;
 use crate::env::FileSystem;
-use crate::filename::{blob_path, manifest_name, table_path, temp_path, wal_path, FileKind};
+use crate::filename::{
+    blob_path, manifest_name, options_temp_path, table_path, temp_path, wal_path, FileKind,
+};
 use crate::types::FileNumber;
 
 /// What the current state keeps.
@@ -42,7 +43,7 @@ fn obsolete_path(dir: &Path, kind: FileKind, keep: &Keep) -> Option<PathBuf> {
     match kind {
         FileKind::Manifest(n) if n != keep.manifest => Some(dir.join(manifest_name(n))),
         FileKind::Temp(n) => Some(temp_path(dir, n)),
-        FileKind::OptionsTemp(n) => Some(dir.join(format!("{}.dbtmp", options_file_name(n)))),
+        FileKind::OptionsTemp(n) => Some(options_temp_path(dir, n)),
         FileKind::Table(n) if !keep.live_tables.contains(&n) => Some(table_path(dir, n)),
         FileKind::Blob(n) if !keep.live_tables.contains(&n) => Some(blob_path(dir, n)),
         _ => None,

@@ -44,17 +44,19 @@
 //! Writing: at every read-write open, after each column family is created or dropped and
 //! after `set_options`; the newest two files are kept, older ones deleted, as RocksDB does
 //! (not while `disable_file_deletions` holds deletions back).
-//! The number comes from the DB's file counter, raised first past any OPTIONS file found (a
-//! counter not yet recorded in the MANIFEST when the process ended could otherwise give a new
-//! file a lower number than an old one). A failure to write is the call's error (the call's
-//! own change is made: the open is refused, a created family exists).
+//! The number comes from the DB's file counter, which recovery raises past every OPTIONS file
+//! it finds, as past every other file of the DB (a counter not yet recorded in the MANIFEST
+//! when the process ended could otherwise give a new file a lower number than an old one). A
+//! failure to write is the call's error (the call's own change is made: the open is refused,
+//! a created family exists).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::comparator::{is_bytewise_name, KeyOrder, ROCKSDB_BYTEWISE_NAME};
-use crate::env::FileSystem;
+use crate::env::{install_synced, FileSystem};
 use crate::error::{Error, Result};
+use crate::filename::{options_file_name, options_temp_path, parse_file_name, FileKind};
 use crate::options::parse::{self, Scope, OPTIONS};
 use crate::options::Options;
 use crate::prefix::PrefixExtractor;
@@ -66,18 +68,13 @@ const KEEP: usize = 2;
 /// The major version of the file's layout this build reads and writes.
 const FILE_VERSION: &str = "1.1";
 
-/// The name of OPTIONS file `n`.
-pub(crate) fn options_file_name(n: FileNumber) -> String {
-    format!("OPTIONS-{n}")
-}
-
 /// The options files in `dir`, by number, oldest first.
 fn list(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<(FileNumber, PathBuf)>> {
     let mut found: Vec<_> = fs
         .list(dir)?
         .into_iter()
-        .filter_map(|name| match crate::filename::parse_file_name(&name) {
-            Some(crate::filename::FileKind::Options(n)) => Some((n, dir.join(name))),
+        .filter_map(|name| match parse_file_name(&name) {
+            Some(FileKind::Options(n)) => Some((n, dir.join(name))),
             _ => None,
         })
         .collect();
@@ -187,9 +184,9 @@ fn unescape(v: &str) -> String {
     out
 }
 
-/// Writes a new OPTIONS file into `dir` and, with `prune`, deletes all but the newest
-/// [`KEEP`] (not while `disable_file_deletions` holds deletions back: a later write prunes).
-/// `next_file` is the DB's file counter (module doc: raised past the files found first).
+/// Writes a new OPTIONS file into `dir` numbered from `next_file` (the DB's file counter) and,
+/// with `prune`, deletes all but the newest [`KEEP`] (not while `disable_file_deletions` holds
+/// deletions back: a later write prunes).
 pub(crate) fn persist(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -198,32 +195,14 @@ pub(crate) fn persist(
     prune: bool,
 ) -> Result<()> {
     use std::sync::atomic::Ordering;
-    let found = list(fs, dir)?;
-    if let Some((newest, _)) = found.last() {
-        next_file.fetch_max(newest.0 + 1, Ordering::SeqCst);
-    }
     let n = FileNumber(next_file.fetch_add(1, Ordering::SeqCst));
     let path = dir.join(options_file_name(n));
-    let tmp = dir.join(format!("{}.dbtmp", options_file_name(n)));
-    let written = (|| {
-        let mut f = fs.create(&tmp)?;
-        f.append(text.as_bytes())?;
-        f.sync()?;
-        drop(f);
-        crate::kill_point!("options.sync");
-        fs.rename(&tmp, &path)?;
-        crate::kill_point!("options.rename");
-        fs.sync_dir(dir)
-    })();
-    if let Err(e) = written {
-        let _ = fs.remove(&tmp);
-        return Err(e);
-    }
+    let tmp = options_temp_path(dir, n);
+    install_synced(fs, &tmp, &path, text.as_bytes(), ["options.sync", "options.rename"])?;
     if !prune {
         return Ok(());
     }
-    let mut all = found;
-    all.push((n, path));
+    let all = list(fs, dir)?;
     for (_, old) in all.iter().take(all.len().saturating_sub(KEEP)) {
         // A file left behind is deleted by a later write.
         let _ = fs.remove(old);
@@ -275,7 +254,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Parsed> {
     }
     let mut parsed = Parsed::default();
     let mut section = Section::None;
-    let mut version_seen = None;
+    let mut version_seen = false;
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let line = raw.trim();
@@ -339,7 +318,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Parsed> {
                             format!("options_file_version {value:?}: this build reads 1.x"),
                         ));
                     }
-                    version_seen = Some(value);
+                    version_seen = true;
                 }
             }
             Section::Db => parsed.db.push((line_no, name, value)),
@@ -356,7 +335,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Parsed> {
             Section::Other => {}
         }
     }
-    if version_seen.is_none() {
+    if !version_seen {
         return Err(Error::InvalidArgument(format!(
             "{}: no options_file_version in a [Version] section (not an OPTIONS file?)",
             path.display()
@@ -619,13 +598,13 @@ mod tests {
     }
 
     #[test]
-    fn persisting_keeps_the_two_newest_numbered_past_those_found() {
+    fn persisting_numbers_from_the_counter_and_keeps_the_two_newest() {
         let fs = MemFs::new();
         let dir = Path::new("/db");
         fs.create_dir_all(dir).unwrap();
-        // A file numbered above the counter (one the MANIFEST never recorded), and a leftover.
-        let stray = dir.join(options_file_name(FileNumber(40)));
-        fs.create(&stray).unwrap().append(b"old").unwrap();
+        // An older file, and a leftover of an interrupted write.
+        let old = dir.join(options_file_name(FileNumber(4)));
+        fs.create(&old).unwrap().append(b"old").unwrap();
         let tmp = dir.join("OPTIONS-000005.dbtmp");
         fs.create(&tmp).unwrap();
         let counter = std::sync::atomic::AtomicU64::new(7);
@@ -633,7 +612,8 @@ mod tests {
             persist(&fs, dir, &counter, text, true).unwrap();
         }
         let names: Vec<_> = list(&fs, dir).unwrap().into_iter().map(|(n, _)| n.0).collect();
-        assert_eq!(names, [42, 43]);
+        assert_eq!(names, [8, 9]);
+        assert_eq!(counter.load(std::sync::atomic::Ordering::SeqCst), 10);
         assert_eq!(read_latest(&fs, dir).unwrap().unwrap().1, "three");
         assert!(fs.exists(&tmp), "persist leaves other leftovers to the open");
     }

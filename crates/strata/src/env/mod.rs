@@ -340,6 +340,35 @@ pub fn write_file_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Resul
     Ok(())
 }
 
+/// Installs `data` at `path` whole and durably through the file `tmp` beside it: `tmp`
+/// written and synced, renamed over `path`, the directory synced (CURRENT, OPTIONS files). A
+/// reader sees the old `path` or the new, never a mix; on failure `tmp` is removed (what a
+/// crash leaves there the DB's next open deletes). The kill points `points` mark the moments
+/// before the rename and before the directory sync.
+#[cfg_attr(not(feature = "kill-points"), allow(unused_variables))]
+pub(crate) fn install_synced(
+    fs: &dyn FileSystem,
+    tmp: &Path,
+    path: &Path,
+    data: &[u8],
+    points: [&'static str; 2],
+) -> Result<()> {
+    let written = (|| {
+        let mut f = fs.create(tmp)?;
+        f.append(data)?;
+        f.sync()?;
+        drop(f);
+        crate::kill_point!(points[0]);
+        fs.rename(tmp, path)?;
+        crate::kill_point!(points[1]);
+        fs.sync_dir(&parent_dir(path))
+    })();
+    if written.is_err() {
+        let _ = fs.remove(tmp);
+    }
+    written
+}
+
 /// Replaces the file `path` with `data` whole, durably: a new file beside it (`path` with a
 /// `.tmp-PID-N` suffix, unique in the process) written and synced, renamed over `path`, then
 /// the directory synced. A reader sees the old content or the new, never a mix; on failure

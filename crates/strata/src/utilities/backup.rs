@@ -149,7 +149,7 @@ impl BackupEngine {
         // The options the source was last opened or changed with, for `Options::load_latest`
         // on a restore; before the MANIFEST, whose CURRENT's directory sync covers it.
         if let Some((n, src)) = crate::db::options_file::newest(fs, db.path())? {
-            let name = crate::db::options_file::options_file_name(n);
+            let name = crate::filename::options_file_name(n);
             let (size, crc) = copy_with_crc(fs, &src, &private.join(&name))?;
             files.push(BackupFile { stored: format!("{PRIVATE}/{id}/{name}"), name, size, crc });
         }

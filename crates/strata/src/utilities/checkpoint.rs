@@ -201,7 +201,7 @@ fn write_checkpoint(
     let mut next = counters.next_file.0;
     // The options the source was last opened or changed with, for `Options::load_latest`.
     if let Some((n, src)) = crate::db::options_file::newest(fs, db.path())? {
-        copy_file(fs, &src, &tmp.join(crate::db::options_file::options_file_name(n)))?;
+        copy_file(fs, &src, &tmp.join(crate::filename::options_file_name(n)))?;
         next = next.max(n.0 + 1);
     }
     let log_number = match wals {

@@ -738,16 +738,14 @@ pub(crate) fn write_manifest_for(
 
 /// Points CURRENT at MANIFEST-`number` atomically and durably.
 pub(crate) fn set_current(fs: &dyn FileSystem, dir: &Path, number: FileNumber) -> Result<()> {
-    let tmp = temp_path(dir, number);
     let contents = format!("{}\n", manifest_name(number));
-    let mut f = fs.create(&tmp)?;
-    f.append(contents.as_bytes())?;
-    f.sync()?;
-    drop(f);
-    crate::kill_point!("current.rename");
-    fs.rename(&tmp, &current_path(dir))?;
-    crate::kill_point!("current.sync_dir");
-    fs.sync_dir(dir)
+    crate::env::install_synced(
+        fs,
+        &temp_path(dir, number),
+        &current_path(dir),
+        contents.as_bytes(),
+        ["current.rename", "current.sync_dir"],
+    )
 }
 
 /// Gives a decoder's corruption the MANIFEST path and the record's offset.

@@ -86,6 +86,16 @@ fn read_only_opens_write_none_and_leftovers_go_at_open() {
     assert!(!after.iter().any(|n| n.contains(".dbtmp")), "{after:?}");
     assert_eq!(after.len(), 2);
     assert!(after[1] > before[0], "the new file is numbered past the old: {after:?}");
+    // A file numbered past what the MANIFEST recorded (written just before a crash): the
+    // next open numbers its own past it, so it is the newest.
+    let newest = dir.path().join(&after[1]);
+    std::fs::copy(&newest, dir.path().join("OPTIONS-005000")).unwrap();
+    let mut wide = opts.clone();
+    wide.set_max_open_files(123);
+    drop(DB::open(&wide, dir.path()).unwrap());
+    let last = options_files(dir.path()).pop().unwrap();
+    assert!(last.as_str() > "OPTIONS-005000", "{last}");
+    assert_eq!(load(dir.path(), false).unwrap().0.max_open_files, 123);
 }
 
 #[test]
