@@ -48,8 +48,10 @@ pub mod filing;
 #[doc(hidden)]
 pub mod fuzz_api;
 pub mod latency;
+pub mod master_link;
 pub mod pause;
 pub mod pubsub;
+pub mod replicaof;
 pub mod resp;
 pub mod routing;
 pub mod script;
@@ -122,6 +124,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     let sh = Arc::new(shared);
     load_users(&sh, &cfg)?;
     commands::functions::restore(&sh)?;
+    replicaof::install(&sh)?;
     server::tasks::start(&sh);
     println!(
         "strata-server {} on {}:{port}, data in {}, appendfsync {}",

@@ -442,6 +442,8 @@ pub struct Shared {
     pub acl: crate::acl::Users,
     /// The names clients reach commands by (`rename-command`; `commands::find`).
     pub names: crate::config::renames::Renames,
+    /// The master this server follows as a Redis replica, if any (REPLICAOF).
+    pub master_link: crate::master_link::MasterLink,
 }
 
 /// OBJECT FREQ's counters as `params` shape them: counted under an LFU `maxmemory-policy`,
@@ -542,6 +544,7 @@ impl Shared {
             tracking: Arc::new(crate::tracking::Tracking::new(tracking_max_keys)),
             acl,
             names: crate::config::renames::Renames::default(),
+            master_link: crate::master_link::MasterLink::default(),
         }
     }
 
@@ -688,6 +691,9 @@ pub struct Conn {
     /// confirmations, push frames in RESP3): sent even when its reply is not (CLIENT REPLY
     /// OFF or SKIP), as Redis sends them.
     pub pushes: Vec<u8>,
+    /// The replication link's client (`crate::replicaof`): the master's commands, which a
+    /// read-only replica runs and which no memory limit refuses.
+    pub master: bool,
 }
 
 /// CLIENT REPLY's modes.
@@ -746,6 +752,13 @@ impl Default for Subscriptions {
     }
 }
 
+/// The next client id, not given to any other client (CLIENT ID's; a connection's, the
+/// replication link's).
+pub fn next_client_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Conn {
     /// A connection's state when it connects: `authed` when no password is set.
     pub fn new(id: u64, authed: bool) -> Conn {
@@ -771,6 +784,7 @@ impl Conn {
             tracking: None,
             script_read: false,
             pushes: Vec::new(),
+            master: false,
         }
     }
 }

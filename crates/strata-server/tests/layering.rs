@@ -14,10 +14,11 @@ const LAYERS: &[&[&str]] = &[
     &["storage"],
     &["types"],
     &["acl", "config", "routing", "blocked", "script", "pubsub", "slowlog", "latency", "pause"],
+    &["master_link"],
     &["tracking"],
     &["state", "cluster"],
     &["commands"],
-    &["server", "fuzz_api"],
+    &["server", "fuzz_api", "replicaof"],
     // `bin`: the other binaries (`strata-cluster`), beside `main`.
     &["lib", "main", "bin"],
 ];

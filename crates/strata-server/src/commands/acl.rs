@@ -49,10 +49,8 @@ const REDIS_ONLY: &[&str] = &[
     "module|unload",
     "psync",
     "replconf",
-    "replicaof",
     "restore-asking",
     "script|debug",
-    "slaveof",
     "sync",
 ];
 

@@ -206,6 +206,12 @@ enum Policy {
     Flush,
 }
 
+/// The function libraries replaced by `codes`, all or none (a replica's full sync: the
+/// master's libraries and no others).
+pub fn replace_all(sh: &Shared, codes: &[Vec<u8>]) -> Result<(), String> {
+    restore_libraries(sh, codes, Policy::Flush).map_err(|e| e.reply_text().into_owned())
+}
+
 /// FUNCTION RESTORE: loads the libraries of `codes` under `policy`, all or none (on an error
 /// every library there was is back as it was), then keeps the change in the store.
 fn restore_libraries(sh: &Shared, codes: &[Vec<u8>], policy: Policy) -> Result<(), CmdError> {
@@ -324,6 +330,12 @@ fn fcall_with(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], ro: bool, out: &mut O
     }
     if !f.no_writes() && sh.lacks_good_replicas() {
         return Err(super::NOREPLICAS.into());
+    }
+    if !f.no_writes() && !ro && !conn.master && super::read_only_replica(sh) {
+        return Err(super::READONLY_SCRIPT.into());
+    }
+    if !f.allow_stale() && !conn.master && super::stale_replica(sh) {
+        return Err(super::MASTERDOWN.into());
     }
     atomically(sh, conn, keys, (ro || f.no_writes(), f.allow_oom()), out, |host, body| {
         sh.scripts.note_running(&name, a);

@@ -138,8 +138,10 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         );
     }
     if on("replication") {
-        match sh.router.as_ref().and_then(|r| r.replication_info()) {
-            Some(lines) => {
+        let cluster = sh.router.as_ref().and_then(|r| r.replication_info());
+        match (sh.master_link.current(), cluster) {
+            (Some(link), _) => replica_section(sh, &link, &mut t),
+            (None, Some(lines)) => {
                 t.push_str("# Replication\r\n");
                 for (field, value) in lines {
                     let _ = write!(t, "{field}:{value}\r\n");
@@ -147,7 +149,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
                 t.push_str("\r\n");
             }
             // No replication stream in standalone mode: its offsets are zero.
-            None => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\r\n"),
+            (None, None) => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\r\n"),
         }
     }
     if on("cpu") {
@@ -265,6 +267,59 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         t.push_str("\r\n");
     }
     Ok(t)
+}
+
+/// INFO replication of a replica (REPLICAOF), with redis-server 7.0's fields.
+fn replica_section(sh: &Shared, link: &crate::master_link::LinkState, t: &mut String) {
+    use crate::master_link::Phase;
+    let now = crate::types::keyspace::now_ms();
+    let secs_since = |ms: u64| if ms == 0 { -1 } else { (now.saturating_sub(ms) / 1000) as i64 };
+    let phase = link.phase();
+    let up = phase == Phase::Connected;
+    let offset = link.offset.load(Ordering::Acquire).max(0);
+    let read_only = super::read_only_replica(sh);
+    let _ = write!(
+        t,
+        "# Replication\r\nrole:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{offset}\r\nslave_repl_offset:{offset}\r\n",
+        link.target.host,
+        link.target.port,
+        if up { "up" } else { "down" },
+        if up { secs_since(link.last_io_ms.load(Ordering::Relaxed)) } else { -1 },
+        u8::from(phase == Phase::Sync),
+    );
+    if phase == Phase::Sync {
+        let total = link.sync_total.load(Ordering::Relaxed);
+        let read = link.sync_read.load(Ordering::Relaxed);
+        let perc = if total == 0 { 0.0 } else { read as f64 * 100.0 / total as f64 };
+        let _ = write!(
+            t,
+            "master_sync_total_bytes:{}\r\nmaster_sync_read_bytes:{read}\r\nmaster_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\nmaster_sync_last_io_seconds_ago:{}\r\n",
+            if total == 0 { -1 } else { total as i64 },
+            if total == 0 { -1 } else { total.saturating_sub(read) as i64 },
+            secs_since(link.last_io_ms.load(Ordering::Relaxed)),
+        );
+    }
+    if !up {
+        let _ = write!(
+            t,
+            "master_link_down_since_seconds:{}\r\n",
+            secs_since(link.down_since_ms.load(Ordering::Relaxed)).max(0)
+        );
+        let e = link.last_error.lock();
+        if !e.is_empty() {
+            let _ = write!(t, "master_link_last_error:{}\r\n", e.replace(['\r', '\n'], " "));
+        }
+    }
+    let replid = link.replid.lock();
+    let replid = if replid.is_empty() { "0".repeat(40) } else { replid.clone() };
+    let _ = write!(
+        t,
+        "slave_priority:100\r\nslave_read_only:{}\r\nreplica_announced:1\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{replid}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_full_syncs:{}\r\nrepl_partial_syncs:{}\r\n\r\n",
+        u8::from(read_only),
+        "0".repeat(40),
+        link.full_syncs.load(Ordering::Relaxed),
+        link.partial_syncs.load(Ordering::Relaxed),
+    );
 }
 
 /// The engine's multi-line stats text as one INFO field: lines folded with " | ".

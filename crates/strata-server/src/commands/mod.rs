@@ -40,6 +40,7 @@ pub mod multi;
 pub mod oom;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -565,6 +566,8 @@ pub static COMMANDS: &[Command] = &[
     cmd!("config", -2, false, KeySpec::NONE, server::config),
     cmd!("time", 1, false, KeySpec::NONE, server::time),
     cmd!("role", 1, false, KeySpec::NONE, server::role),
+    cmd!("replicaof", 3, false, KeySpec::NONE, replication::replicaof),
+    cmd!("slaveof", 3, false, KeySpec::NONE, replication::replicaof),
     cmd!("memory", -2, false, KeySpec::one(2), memory::memory),
     cmd!("slowlog", -2, false, KeySpec::NONE, slowlog::slowlog),
     cmd!("function", -2, true, KeySpec::NONE, functions::function),
@@ -752,6 +755,62 @@ pub fn busy_stripe(
     cmd.keys.positions(args).into_iter().find_map(|i| busy(locks, &args[i]))
 }
 
+/// A write's refusal on a read-only replica.
+pub(crate) const READONLY: &str = "READONLY You can't write against a read only replica.";
+/// A script that may write, refused on a read-only replica.
+pub(crate) const READONLY_SCRIPT: &str =
+    "READONLY Can not run script with write flag on readonly replica";
+
+/// Whether this server is a replica refusing its clients' writes (REPLICAOF under
+/// `replica-read-only yes`).
+pub(crate) fn read_only_replica(sh: &Shared) -> bool {
+    sh.master_link.following()
+        && sh.params.read().get("replica-read-only").is_none_or(|v| v.eq_ignore_ascii_case("yes"))
+}
+
+/// Why a replica refuses `cmd` from a client, as redis-server refuses it: LOADING while a full
+/// sync replaces the dataset (but the commands flagged `loading`), READONLY for a write under
+/// `replica-read-only yes`, MASTERDOWN while the link is down under
+/// `replica-serve-stale-data no` (but the commands flagged `stale`).
+fn replica_refusal(
+    sh: &Shared,
+    conn: &Conn,
+    cmd: &'static Command,
+    args: &[Vec<u8>],
+) -> Option<&'static str> {
+    if sh.master_link.loading() && !flags::line_has(cmd, args, "loading") {
+        return Some("LOADING Redis is loading the dataset in memory");
+    }
+    // Redis's flag, not the table's `write` (which EXEC and the script commands carry for
+    // their locks): a script is refused when it starts or at its writes (`read_only_replica`).
+    if flags::line_has(cmd, args, "write") && read_only_replica(sh) {
+        return Some(READONLY);
+    }
+    if !flags::line_has(cmd, args, "stale") && stale_replica(sh) {
+        // A script's call meets Redis's script-side words.
+        return Some(if conn.in_script { STALE_IN_SCRIPT } else { MASTERDOWN });
+    }
+    None
+}
+
+/// A command refused on a stale replica (`replica-serve-stale-data no`, the link down).
+pub(crate) const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+/// A script's call of such a command.
+const STALE_IN_SCRIPT: &str = "ERR Can not execute the command on a stale replica";
+
+/// Whether this server is a replica whose link is down under `replica-serve-stale-data no`:
+/// only the commands flagged `stale` (and scripts declared `allow-stale`) run.
+pub(crate) fn stale_replica(sh: &Shared) -> bool {
+    let Some(link) = sh.master_link.current() else { return false };
+    link.phase() != crate::master_link::Phase::Connected
+        && sh
+            .params
+            .read()
+            .get("replica-serve-stale-data")
+            .is_some_and(|v| v.eq_ignore_ascii_case("no"))
+}
+
 /// Runs one command: lookup, auth and arity checks, then its handler; inside MULTI, the
 /// checks and then queuing (a refusal dooms the transaction: `multi`).
 pub fn dispatch(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
@@ -826,11 +885,19 @@ pub fn dispatch_found(
     // Over `maxmemory` (`oom`): what may grow the memory is refused, as Redis refuses it
     // (an EXEC's whole transaction; what MULTI would queue, dooming it).
     if !conn.in_exec
+        && !conn.master
         && sh.out_of_memory.load(Ordering::Relaxed)
         && oom::refused(sh, conn, cmd, args)
     {
         reject(sh, conn, Some(cmd), oom::OOM, out);
         return;
+    }
+    // A replica's refusals (REPLICAOF): its master's commands pass them.
+    if !conn.master && sh.master_link.following() {
+        if let Some(reply) = replica_refusal(sh, conn, cmd, args) {
+            reject(sh, conn, Some(cmd), reply, out);
+            return;
+        }
     }
     if !conn.resp3
         && conn.subs.as_ref().is_some_and(crate::state::Subscriptions::any)
@@ -846,6 +913,7 @@ pub fn dispatch_found(
     // `in_exec` and are not refused one by one.
     if cmd.write
         && !conn.in_exec
+        && !conn.master
         && cmd.name != "exec"
         && !scripting::runs_script(cmd.name)
         && sh.lacks_good_replicas()

@@ -273,6 +273,14 @@ fn run(
     if flags.shebang && !flags.no_writes && !ro && sh.lacks_good_replicas() {
         return Err(super::NOREPLICAS.into());
     }
+    if flags.shebang && !flags.no_writes && !ro && !conn.master && super::read_only_replica(sh) {
+        return Err(super::READONLY_SCRIPT.into());
+    }
+    // A stale replica runs only a script declared `allow-stale` (EVAL's compatibility mode,
+    // without a shebang, never), as Redis.
+    if !flags.allow_stale && !conn.master && super::stale_replica(sh) {
+        return Err(super::MASTERDOWN.into());
+    }
     atomically(sh, conn, keys, (ro || flags.no_writes, flags.allow_oom), out, |host, body| {
         sh.scripts.run(&sha, keys, args, host, body);
     })

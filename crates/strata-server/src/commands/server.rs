@@ -46,6 +46,9 @@ pub fn echo(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
 /// `numreplicas` or the timeout passes. Every write was acknowledged after a majority of its
 /// partition's replicas had it, so the count is at least a majority less one.
 pub fn wait(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if sh.master_link.following() {
+        return Err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".into());
+    }
     let want = int_arg(&a[1])?;
     let ms = parse_int_strict(&a[2])
         .ok_or(CmdError::from("ERR timeout is not an integer or out of range"))?;
@@ -1002,6 +1005,16 @@ pub fn time(_: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult
 /// no host while that range has no leader). Replication offsets are 0: Raft's log positions
 /// are per partition (INFO replication's partition lines).
 pub fn role(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if let Some(link) = sh.master_link.current() {
+        // A replica (REPLICAOF): its master, the link's state and the offset applied.
+        out.array(5);
+        out.bulk(b"slave");
+        out.bulk(link.target.host.as_bytes());
+        out.int(i64::from(link.target.port));
+        out.bulk(link.phase().role_word().as_bytes());
+        out.int(link.offset.load(std::sync::atomic::Ordering::Acquire));
+        return Ok(());
+    }
     let Some(router) = sh.router.as_ref() else {
         out.array(3);
         out.bulk(b"master");

@@ -38,6 +38,11 @@ impl FunctionInfo {
     pub fn allow_oom(&self) -> bool {
         self.flags.iter().any(|f| f == "allow-oom")
     }
+
+    /// It runs on a stale replica (`allow-stale`).
+    pub fn allow_stale(&self) -> bool {
+        self.flags.iter().any(|f| f == "allow-stale")
+    }
 }
 
 /// A loaded library.

@@ -63,6 +63,9 @@ pub struct Flags {
     pub no_writes: bool,
     /// `allow-oom`: the script runs, and writes, over `maxmemory`.
     pub allow_oom: bool,
+    /// `allow-stale`: the script runs on a replica whose link is down under
+    /// `replica-serve-stale-data no`.
+    pub allow_stale: bool,
 }
 
 impl Flags {
@@ -863,7 +866,8 @@ fn shebang(body: &[u8]) -> Result<(Flags, usize), String> {
             match f {
                 "no-writes" => flags.no_writes = true,
                 "allow-oom" => flags.allow_oom = true,
-                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                "allow-stale" => flags.allow_stale = true,
+                "no-cluster" | "allow-cross-slot-keys" => {}
                 other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
             }
         }
@@ -1168,7 +1172,7 @@ mod tests {
         let sha = s.load(body.as_bytes()).unwrap();
         assert_eq!(
             s.flags(sha.as_bytes()),
-            Some(Flags { shebang: true, no_writes: true, allow_oom: false })
+            Some(Flags { shebang: true, no_writes: true, allow_oom: false, allow_stale: false })
         );
         assert_eq!(eval(&s, body, &[], &[]), ":1\r\n");
         assert!(eval(&s, "#!lua flags=bogus\nreturn 1", &[], &[])

@@ -26,12 +26,10 @@ use crate::resp::{parse_command, Out, ParseOutcome};
 use crate::state::{self, Activity, BlockedOn, ClientEntry, Conn, Figure, ReplyMode, Shared};
 use crate::storage::pending;
 use crate::types::notify;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Accepts connections until `shutdown` resolves: each is served on one of `threads` when
 /// given (`conn_threads`), else as a task of the calling runtime. A listener CONFIG SET
@@ -419,7 +417,7 @@ impl Registration {
         kill: Option<tokio::task::AbortHandle>,
         activity: Arc<Activity>,
     ) -> Registration {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let id = crate::state::next_client_id();
         sh.stats.connections.fetch_add(1, Ordering::Relaxed);
         sh.stats.connected.fetch_add(1, Ordering::Relaxed);
         sh.clients.lock().insert(

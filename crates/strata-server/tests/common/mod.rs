@@ -123,6 +123,13 @@ pub struct Raw {
 }
 
 impl Raw {
+    /// A client over an accepted or connected `stream` (a test's fake peer).
+    pub fn from_stream(stream: TcpStream) -> Raw {
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        stream.set_nodelay(true).unwrap();
+        Raw { stream, buf: Vec::new() }
+    }
+
     pub fn connect(port: u16) -> Raw {
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();

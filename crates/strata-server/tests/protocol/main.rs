@@ -30,6 +30,7 @@ mod maxmemory;
 mod migrate;
 mod pipelining;
 mod pubsub;
+mod replicaof;
 mod resp3;
 mod scripting;
 mod tracking;

@@ -27,7 +27,13 @@ const fn table() -> [u64; 256] {
 
 /// The CRC-64 of `bytes`.
 pub fn crc64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0u64, |crc, &b| TABLE[((crc ^ u64::from(b)) & 0xff) as usize] ^ (crc >> 8))
+    update(0, bytes)
+}
+
+/// The CRC-64 of the bytes `crc` was computed over followed by `bytes`: a checksum computed a
+/// piece at a time (an RDB file's, as it streams) equals the one of all the pieces at once.
+pub fn update(crc: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(crc, |crc, &b| TABLE[((crc ^ u64::from(b)) & 0xff) as usize] ^ (crc >> 8))
 }
 
 #[cfg(test)]
@@ -38,5 +44,13 @@ mod tests {
     fn check_value_of_the_jones_variant() {
         assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
         assert_eq!(crc64(b""), 0);
+    }
+
+    #[test]
+    fn pieces_give_the_checksum_of_the_whole() {
+        let data = b"REDIS0010 and some bytes after the header";
+        for cut in 0..=data.len() {
+            assert_eq!(update(update(0, &data[..cut]), &data[cut..]), crc64(data), "cut {cut}");
+        }
     }
 }

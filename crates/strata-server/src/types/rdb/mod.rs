@@ -2,8 +2,9 @@
 //! DUMP gives and FUNCTION RESTORE takes, in redis-server 7.0's format, so that payloads move
 //! between this server and redis-server both ways. [`reader`] decodes every object type
 //! Redis 7.0 loads (the older packed encodings included), [`writer`] writes the encodings
-//! Redis 7.0 writes; [`key`] turns a key's records into a [`Value`] and back (one batch).
-//! `docs/format/rdb_payload.md` mirrors this drawing.
+//! Redis 7.0 writes; [`key`] turns a key's records into a [`Value`] and back (one batch);
+//! [`file`] reads and writes whole RDB files (dump.rdb, a replication full sync) of those
+//! values, drawn in its own module. `docs/format/rdb_payload.md` mirrors this drawing.
 //!
 //! ```text
 //!  payload:  +---------+-------------+-------------------+--------------+
@@ -57,6 +58,9 @@
 //!                      | entry*, entry = flags (1: deleted, 2: the master's fields)
 //!                      | ms - master ms | seq - master seq | [field count | (field
 //!                      value)* | or values*] | elements in the entry after its flags
+//!   20 set listpack    string: a listpack of members                 \ Redis 7.2's (RDB 11):
+//!   21 stream 3        as 19, each consumer's seen time followed by  | read from files only,
+//!                      its active time (not kept)                   / RESTORE refuses them
 //! ```
 //!
 //! Decoding never trusts the payload: every length is checked against the bytes left before
@@ -65,6 +69,7 @@
 //! counters do not match its entries), is [`BadData`].
 
 pub mod crc64;
+pub mod file;
 pub mod intset;
 pub mod key;
 pub mod listpack;
@@ -76,7 +81,8 @@ pub mod ziplist;
 use super::stream::entries::Entry;
 use super::stream::StreamId;
 
-/// The RDB version written (Redis 7.0's), and the newest read.
+/// The RDB version written (Redis 7.0's), and the newest a payload may have (files:
+/// [`file::NEWEST_VERSION`]).
 pub const RDB_VERSION: u16 = 10;
 
 /// Object type bytes (Redis's; never change).
@@ -100,6 +106,10 @@ pub mod types {
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
     pub const STREAM_LISTPACKS_2: u8 = 19;
+    /// A set as a listpack of members (RDB 11, Redis 7.2; files only).
+    pub const SET_LISTPACK: u8 = 20;
+    /// A stream whose consumers carry an active time (RDB 11, Redis 7.2; files only).
+    pub const STREAM_LISTPACKS_3: u8 = 21;
     /// A function library (FUNCTION DUMP).
     pub const FUNCTION_2: u8 = 245;
     /// A function library in the 7.0 release candidates' form.

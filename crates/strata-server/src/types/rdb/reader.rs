@@ -1,9 +1,15 @@
 //! Decoding an object body (after the footer is checked, `super::open`) into a [`Value`]:
 //! every object type Redis 7.0 loads from a payload of RDB version 10 or older (drawn in
-//! `super`). Redis's checks of its deep sanitization always apply, as this server keeps no
+//! `super`), and for RDB files (`super::file`) also the types of versions 11 and 12 that hold
+//! values this server has (20: a set as a listpack, 21: a stream whose consumers carry an
+//! active time). Redis's checks of its deep sanitization always apply, as this server keeps no
 //! value it has not decoded whole: no empty container, no duplicate member or field, no NaN
 //! score, a stream's entries in order and matching its counters, every pending entry owned
 //! by exactly one consumer.
+//!
+//! A body may be given cut short (a file is read through a window): a decoder that runs out of
+//! bytes says so ([`ObjectError::Short`], with how far the read wanted to go) apart from one
+//! that finds bytes it cannot decode, so that the caller can read more and try again.
 
 use super::listpack::{self, Elem};
 use super::{intset, lzf, types, ziplist, BadData, FunctionsError};
@@ -20,15 +26,40 @@ enum Length {
     Special(u8),
 }
 
+/// Why an object (or a length, a string, a function library) did not decode from the bytes
+/// given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectError {
+    /// The bytes end inside it: a read of `what` needed the bytes up to offset `until` of those
+    /// given (saturating at `u64::MAX`). With them that read succeeds; later ones may need more.
+    Short { until: u64, what: &'static str },
+    /// The bytes do not decode; more of them would not help.
+    Bad(BadData),
+}
+
+impl ObjectError {
+    /// The error as a complete body's: running out of it is bad data too.
+    pub fn into_bad(self) -> BadData {
+        match self {
+            ObjectError::Short { what, .. } => BadData(what),
+            ObjectError::Bad(b) => b,
+        }
+    }
+}
+
 /// The body being read.
 struct Input<'a> {
     b: &'a [u8],
     at: usize,
+    /// Set by the first read that ran past the end: where it wanted to end and what it read.
+    /// Every read's error is passed straight up, so an error returned with this set is that
+    /// read's: the body was cut short, not wrong.
+    short: Option<(u64, &'static str)>,
 }
 
 impl<'a> Input<'a> {
     fn new(b: &'a [u8]) -> Input<'a> {
-        Input { b, at: 0 }
+        Input { b, at: 0, short: None }
     }
 
     fn left(&self) -> usize {
@@ -36,11 +67,25 @@ impl<'a> Input<'a> {
     }
 
     fn take(&mut self, n: u64, what: &'static str) -> Result<&'a [u8], BadData> {
-        let n = usize::try_from(n).map_err(|_| BadData(what))?;
-        let end = self.at.checked_add(n).filter(|&e| e <= self.b.len()).ok_or(BadData(what))?;
+        let end = (self.at as u64).saturating_add(n);
+        if end > self.b.len() as u64 {
+            self.short.get_or_insert((end, what));
+            return Err(BadData(what));
+        }
+        let end = end as usize;
         let s = &self.b[self.at..end];
         self.at = end;
         Ok(s)
+    }
+
+    /// A decoder's result with the bytes it consumed, or its error told apart as running out
+    /// or bad data.
+    fn outcome<T>(&self, r: Result<T, BadData>) -> Result<(T, usize), ObjectError> {
+        match (r, self.short) {
+            (Ok(v), _) => Ok((v, self.at)),
+            (Err(_), Some((until, what))) => Err(ObjectError::Short { until, what }),
+            (Err(e), None) => Err(ObjectError::Bad(e)),
+        }
     }
 
     fn byte(&mut self, what: &'static str) -> Result<u8, BadData> {
@@ -195,11 +240,54 @@ fn set_of(members: Vec<Vec<u8>>) -> Result<Value, BadData> {
     Ok(Value::Set(members))
 }
 
-/// Decodes an object body: its type byte, then the value (bytes after it are ignored, as
-/// Redis ignores them).
+/// Decodes a RESTORE body: its type byte, then the value (bytes after it are ignored, as
+/// Redis ignores them). Only the types of RDB version 10 and older: redis-server 7.0 refuses
+/// the newer ones in a payload whatever its version says.
 pub fn decode(body: &[u8]) -> Result<Value, BadData> {
+    let (&t, rest) = body.split_first().ok_or(BadData("type"))?;
+    if t > types::STREAM_LISTPACKS_2 {
+        return Err(BadData("object type"));
+    }
+    decode_object(t, rest).map(|(v, _)| v).map_err(ObjectError::into_bad)
+}
+
+/// Decodes the body of an object of type `t` (any type an RDB file of version 12 or older
+/// holds that maps to a [`Value`]) from the start of `body`: the value and the bytes it took.
+pub fn decode_object(t: u8, body: &[u8]) -> Result<(Value, usize), ObjectError> {
     let mut r = Input::new(body);
-    let t = r.byte("type")?;
+    let v = object(&mut r, t);
+    r.outcome(v)
+}
+
+/// A length (not a string's special encoding) from the start of `body`, and its size.
+pub fn decode_len(body: &[u8]) -> Result<(u64, usize), ObjectError> {
+    let mut r = Input::new(body);
+    let v = r.len();
+    r.outcome(v)
+}
+
+/// A string in any of its encodings from the start of `body` (an integer as its decimal
+/// text, LZF data decompressed), and the bytes it took.
+pub fn decode_string(body: &[u8]) -> Result<(Vec<u8>, usize), ObjectError> {
+    let mut r = Input::new(body);
+    let v = r.vec();
+    r.outcome(v)
+}
+
+/// One function library record's body after its type byte `t` (0xF5, or 0xF6 in the release
+/// candidates' form, read as the code Redis would make of it) from the start of `body`: the
+/// library's code and the bytes it took.
+pub fn decode_function(t: u8, body: &[u8]) -> Result<(Vec<u8>, usize), ObjectError> {
+    let mut r = Input::new(body);
+    let v = function(&mut r, t).map_err(|e| match e {
+        FunctionsError::Unreadable(what) => BadData(what),
+        _ => BadData("function library"),
+    });
+    r.outcome(v)
+}
+
+/// The value of an object of type `t`.
+fn object(r: &mut Input, t: u8) -> Result<Value, BadData> {
     match t {
         types::STRING => Ok(Value::String(r.vec()?)),
         types::LIST | types::SET => {
@@ -226,7 +314,7 @@ pub fn decode(body: &[u8]) -> Result<Value, BadData> {
                     a.copy_from_slice(r.take(8, "score")?);
                     f64::from_le_bytes(a)
                 } else {
-                    text_score(&mut r)?
+                    text_score(r)?
                 };
                 items.push(Ok((m, s)));
             }
@@ -259,6 +347,10 @@ pub fn decode(body: &[u8]) -> Result<Value, BadData> {
             let blob = r.string()?;
             let members = intset::decode(&blob)?;
             Ok(Value::Set(members.into_iter().map(|v| v.to_string().into_bytes()).collect()))
+        }
+        types::SET_LISTPACK => {
+            let blob = r.string()?;
+            set_of(listpack::decode(&blob)?.into_iter().map(Elem::to_vec).collect())
         }
         types::ZSET_ZIPLIST | types::ZSET_LISTPACK => {
             let blob = r.string()?;
@@ -309,9 +401,9 @@ pub fn decode(body: &[u8]) -> Result<Value, BadData> {
             }
             Ok(Value::List(items))
         }
-        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => {
-            Ok(Value::Stream(Box::new(stream(&mut r, t == types::STREAM_LISTPACKS_2)?)))
-        }
+        types::STREAM_LISTPACKS => Ok(Value::Stream(Box::new(stream(r, 1)?))),
+        types::STREAM_LISTPACKS_2 => Ok(Value::Stream(Box::new(stream(r, 2)?))),
+        types::STREAM_LISTPACKS_3 => Ok(Value::Stream(Box::new(stream(r, 3)?))),
         _ => Err(BadData("object type")),
     }
 }
@@ -414,9 +506,11 @@ fn stream_node(master: StreamId, lp: &[u8]) -> Result<StreamNode, BadData> {
     })
 }
 
-/// A stream (type 15 when not `v2`: its newer counters derived as Redis derives them).
-fn stream(r: &mut Input, v2: bool) -> Result<StreamValue, BadData> {
+/// A stream of `format` 1 (type 15: its newer counters derived as Redis derives them), 2 (type
+/// 19) or 3 (type 21: each consumer's active time follows its seen time, and is not kept).
+fn stream(r: &mut Input, format: u8) -> Result<StreamValue, BadData> {
     let bad = BadData("stream");
+    let v2 = format >= 2;
     let (n, cap) = r.count()?;
     let mut nodes = Vec::with_capacity(cap);
     for _ in 0..n {
@@ -494,6 +588,9 @@ fn stream(r: &mut Input, v2: bool) -> Result<StreamValue, BadData> {
                 return Err(BadData("duplicate consumer"));
             }
             let seen_ms = r.time_ms()?;
+            if format >= 3 {
+                r.time_ms()?;
+            }
             let (own, _) = r.count()?;
             for _ in 0..own {
                 let id = r.raw_id()?;
@@ -525,33 +622,33 @@ pub fn decode_functions(body: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsError> {
     let mut out = Vec::new();
     while r.left() > 0 {
         let t = r.byte("type").map_err(|_| FunctionsError::Unreadable("can not read data type"))?;
-        match t {
-            types::FUNCTION_2 => {
-                let code = r
-                    .vec()
-                    .map_err(|_| FunctionsError::Unreadable("Failed loading library payload"))?;
-                out.push(code);
-            }
-            types::FUNCTION_PRE_GA => {
-                let fail = FunctionsError::Unreadable;
-                let name = r.vec().map_err(|_| fail("Failed loading library name"))?;
-                let engine = r.vec().map_err(|_| fail("Failed loading engine name"))?;
-                let has_desc =
-                    r.len().map_err(|_| fail("Failed loading library description indicator"))?;
-                if has_desc != 0 {
-                    r.string().map_err(|_| fail("Failed loading library description"))?;
-                }
-                let blob = r.vec().map_err(|_| fail("Failed loading library blob"))?;
-                let mut code = b"#!".to_vec();
-                code.extend_from_slice(&engine);
-                code.extend_from_slice(b" name=");
-                code.extend_from_slice(&name);
-                code.push(b'\n');
-                code.extend_from_slice(&blob);
-                out.push(code);
-            }
-            _ => return Err(FunctionsError::NotAFunction),
-        }
+        out.push(function(&mut r, t)?);
     }
     Ok(out)
+}
+
+/// One library's record after its type byte `t`: its code.
+fn function(r: &mut Input, t: u8) -> Result<Vec<u8>, FunctionsError> {
+    let fail = FunctionsError::Unreadable;
+    match t {
+        types::FUNCTION_2 => r.vec().map_err(|_| fail("Failed loading library payload")),
+        types::FUNCTION_PRE_GA => {
+            let name = r.vec().map_err(|_| fail("Failed loading library name"))?;
+            let engine = r.vec().map_err(|_| fail("Failed loading engine name"))?;
+            let has_desc =
+                r.len().map_err(|_| fail("Failed loading library description indicator"))?;
+            if has_desc != 0 {
+                r.string().map_err(|_| fail("Failed loading library description"))?;
+            }
+            let blob = r.vec().map_err(|_| fail("Failed loading library blob"))?;
+            let mut code = b"#!".to_vec();
+            code.extend_from_slice(&engine);
+            code.extend_from_slice(b" name=");
+            code.extend_from_slice(&name);
+            code.push(b'\n');
+            code.extend_from_slice(&blob);
+            Ok(code)
+        }
+        _ => Err(FunctionsError::NotAFunction),
+    }
 }

@@ -1,0 +1,236 @@
+//! This server as a Redis replica (REPLICAOF host port): the master it follows and how its
+//! link stands, as the commands see it (INFO replication, ROLE, the refusals of a read-only
+//! replica and of a loading one). The link itself (handshake, full sync, the command stream)
+//! runs in `crate::replicaof`, above the commands whose dispatch it drives; it is started
+//! through the [`Driver`] the server installs at start.
+//!
+//! Contract:
+//! - One [`LinkState`] per REPLICAOF: a new master (or NO ONE) stops the old link (its
+//!   `stop` flag, which the link's thread looks at between reads, at most a tenth of a second
+//!   apart) and the next one starts with a state of its own, so figures of an old link never
+//!   mix with the new one's.
+//! - While a full sync loads its dataset, `loading` is set: commands Redis does not flag
+//!   `loading` are refused with LOADING (the dataset is being replaced).
+//! - While a master is set and `replica-read-only` is yes, writes from clients other than the
+//!   link itself are refused with READONLY.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+/// The master a REPLICAOF names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Its host, as given.
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+}
+
+/// Where a link is in its life (ROLE's words in [`Phase::role_word`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    /// Not connected; the next attempt is due.
+    Connect = 0,
+    /// Connecting and handshaking.
+    Connecting = 1,
+    /// Receiving or loading the master's dataset.
+    Sync = 2,
+    /// Applying the master's command stream.
+    Connected = 3,
+}
+
+impl Phase {
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            1 => Phase::Connecting,
+            2 => Phase::Sync,
+            3 => Phase::Connected,
+            _ => Phase::Connect,
+        }
+    }
+
+    /// ROLE's word for it (Redis's).
+    pub fn role_word(self) -> &'static str {
+        match self {
+            Phase::Connect => "connect",
+            Phase::Connecting => "connecting",
+            Phase::Sync => "sync",
+            Phase::Connected => "connected",
+        }
+    }
+}
+
+/// One link's live figures (one per REPLICAOF; see the module doc).
+#[derive(Debug)]
+pub struct LinkState {
+    /// The master it follows.
+    pub target: Target,
+    stop: AtomicBool,
+    phase: AtomicU8,
+    /// The replication offset applied: the master's offset at the full sync plus the bytes
+    /// of the command stream applied since (-1 before the first sync).
+    pub offset: AtomicI64,
+    /// The database the master's stream selected last (kept for a resumed stream, which
+    /// carries no SELECT of what came before).
+    pub db: AtomicUsize,
+    /// The master's replication id (from FULLRESYNC or CONTINUE), empty before.
+    pub replid: Mutex<String>,
+    /// When a byte last came from the master (Unix ms; 0: never).
+    pub last_io_ms: AtomicU64,
+    /// When the link last went down (Unix ms; 0: never up yet).
+    pub down_since_ms: AtomicU64,
+    /// A full sync's transfer: its size (0: unknown, an EOF-marked one) and what has come.
+    pub sync_total: AtomicU64,
+    /// See [`LinkState::sync_total`].
+    pub sync_read: AtomicU64,
+    /// Full syncs completed by this link.
+    pub full_syncs: AtomicU64,
+    /// Partial resyncs (CONTINUE) accepted by this link.
+    pub partial_syncs: AtomicU64,
+    /// Why the last attempt failed, for INFO (empty: none did).
+    pub last_error: Mutex<String>,
+}
+
+impl LinkState {
+    /// A link to `target`, not yet connected.
+    pub fn new(target: Target) -> Arc<LinkState> {
+        Arc::new(LinkState {
+            target,
+            stop: AtomicBool::new(false),
+            phase: AtomicU8::new(Phase::Connect as u8),
+            offset: AtomicI64::new(-1),
+            db: AtomicUsize::new(0),
+            replid: Mutex::new(String::new()),
+            last_io_ms: AtomicU64::new(0),
+            down_since_ms: AtomicU64::new(crate::types::keyspace::now_ms()),
+            sync_total: AtomicU64::new(0),
+            sync_read: AtomicU64::new(0),
+            full_syncs: AtomicU64::new(0),
+            partial_syncs: AtomicU64::new(0),
+            last_error: Mutex::new(String::new()),
+        })
+    }
+
+    /// Whether this link was told to stop (another REPLICAOF came).
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// Where the link is.
+    pub fn phase(&self) -> Phase {
+        Phase::from_u8(self.phase.load(Ordering::Acquire))
+    }
+
+    /// Moves the link to `p`; leaving [`Phase::Connected`] notes when the link went down.
+    pub fn set_phase(&self, p: Phase) {
+        let was = Phase::from_u8(self.phase.swap(p as u8, Ordering::AcqRel));
+        if was == Phase::Connected && p != Phase::Connected {
+            self.down_since_ms.store(crate::types::keyspace::now_ms(), Ordering::Release);
+        }
+    }
+
+    /// Notes that bytes came from the master now.
+    pub fn heard(&self) {
+        self.last_io_ms.store(crate::types::keyspace::now_ms(), Ordering::Relaxed);
+    }
+}
+
+/// What starts a link's thread (installed by the server at start: `crate::replicaof`).
+pub trait Driver: Send + Sync {
+    /// Starts following `link.target` until `link` is stopped.
+    fn start(&self, link: Arc<LinkState>) -> std::io::Result<()>;
+}
+
+/// The replica side of this server (module doc).
+#[derive(Default)]
+pub struct MasterLink {
+    current: Mutex<Option<Arc<LinkState>>>,
+    /// Whether `current` holds a link (read by every command: no lock).
+    following: AtomicBool,
+    loading: AtomicBool,
+    driver: OnceLock<Box<dyn Driver>>,
+}
+
+impl std::fmt::Debug for MasterLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MasterLink")
+            .field("current", &*self.current.lock())
+            .field("loading", &self.loading())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`MasterLink::follow`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Followed {
+    /// A link to the target started.
+    Started,
+    /// The server already follows that master.
+    Already,
+}
+
+impl MasterLink {
+    /// Installs what starts links (once, at the server's start).
+    pub fn install(&self, driver: Box<dyn Driver>) {
+        let _ = self.driver.set(driver);
+    }
+
+    /// The link now, if the server follows a master.
+    pub fn current(&self) -> Option<Arc<LinkState>> {
+        self.current.lock().clone()
+    }
+
+    /// Whether a master is set.
+    pub fn is_replica(&self) -> bool {
+        self.current.lock().is_some()
+    }
+
+    /// [`MasterLink::is_replica`] without a lock, for every command's look.
+    pub fn following(&self) -> bool {
+        self.following.load(Ordering::Acquire)
+    }
+
+    /// REPLICAOF host port: stops any other link and starts one to `target`.
+    pub fn follow(&self, target: Target) -> Result<Followed, String> {
+        let mut cur = self.current.lock();
+        if cur.as_ref().is_some_and(|l| l.target == target) {
+            return Ok(Followed::Already);
+        }
+        let Some(driver) = self.driver.get() else {
+            return Err("ERR this server cannot start a replication link".into());
+        };
+        if let Some(old) = cur.take() {
+            old.stop.store(true, Ordering::Release);
+        }
+        let link = LinkState::new(target);
+        driver
+            .start(link.clone())
+            .map_err(|e| format!("ERR cannot start the replication link: {e}"))?;
+        *cur = Some(link);
+        self.following.store(true, Ordering::Release);
+        Ok(Followed::Started)
+    }
+
+    /// REPLICAOF NO ONE: stops the link, if any; the server is a master again.
+    pub fn stop(&self) {
+        let mut cur = self.current.lock();
+        if let Some(old) = cur.take() {
+            old.stop.store(true, Ordering::Release);
+        }
+        self.following.store(false, Ordering::Release);
+        self.loading.store(false, Ordering::Release);
+    }
+
+    /// Whether a full sync is loading its dataset now.
+    pub fn loading(&self) -> bool {
+        self.loading.load(Ordering::Acquire)
+    }
+
+    /// Sets or clears [`MasterLink::loading`] (the link's loader).
+    pub fn set_loading(&self, on: bool) {
+        self.loading.store(on, Ordering::Release);
+    }
+}

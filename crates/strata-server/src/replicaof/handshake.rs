@@ -1,0 +1,114 @@
+//! The replica's handshake with its master, in redis-server 7.0's order: PING, AUTH (when
+//! `masterauth` is set), REPLCONF listening-port and capa, PSYNC.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::wire::Wire;
+use super::LinkError;
+use crate::master_link::LinkState;
+use crate::state::Shared;
+
+/// What PSYNC settled.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sync {
+    /// The whole dataset comes next, taken at the master's `offset` of stream `replid`.
+    Full { replid: String, offset: i64 },
+    /// The stream resumes after the offset the link applied; `replid`: the master's new id,
+    /// when it changed.
+    Continue { replid: Option<String> },
+}
+
+/// Runs the handshake on `wire`; the master's answer to PSYNC.
+pub fn run(sh: &Shared, link: &Arc<LinkState>, wire: &mut Wire) -> Result<Sync, LinkError> {
+    wire.send(&[b"PING"])?;
+    let pong = wire.line()?;
+    // A master that wants a password answers PING with NOAUTH; AUTH follows then.
+    let refused_ping = pong.starts_with("-NOAUTH") || pong.starts_with("-NOPERM");
+    if !pong.starts_with('+') && !refused_ping {
+        return Err(LinkError::Failed(format!("the master answered PING with {pong:?}")));
+    }
+    let (user, pass) = {
+        let p = sh.params.read();
+        (
+            p.get("masteruser").cloned().unwrap_or_default(),
+            p.get("masterauth").cloned().unwrap_or_default(),
+        )
+    };
+    if !pass.is_empty() {
+        if user.is_empty() {
+            wire.send(&[b"AUTH", pass.as_bytes()])?;
+        } else {
+            wire.send(&[b"AUTH", user.as_bytes(), pass.as_bytes()])?;
+        }
+        let ok = wire.line()?;
+        if !ok.starts_with('+') {
+            return Err(LinkError::Failed(format!("unable to AUTH to the master: {ok}")));
+        }
+    } else if refused_ping {
+        return Err(LinkError::Failed(format!(
+            "the master wants a password ({pong}); set masterauth"
+        )));
+    }
+    let port = sh.port.load(Ordering::Relaxed).to_string();
+    wire.send(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
+    // Redis goes on whatever these two answer (an old master knows neither).
+    let _ = wire.line()?;
+    wire.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    let _ = wire.line()?;
+    let (replid, offset) = resume_point(link);
+    let next = if offset >= 0 { (offset + 1).to_string() } else { "-1".into() };
+    wire.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes()])?;
+    parse_psync_reply(&wire.line()?)
+}
+
+/// What PSYNC asks for: the stream this link applied and its offset, or `?` and -1 when it
+/// has applied none (a full sync).
+fn resume_point(link: &LinkState) -> (String, i64) {
+    let replid = link.replid.lock().clone();
+    let offset = link.offset.load(Ordering::Acquire);
+    if replid.is_empty() || offset < 0 {
+        return ("?".into(), -1);
+    }
+    (replid, offset)
+}
+
+/// The master's answer to PSYNC.
+fn parse_psync_reply(line: &str) -> Result<Sync, LinkError> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        ["+FULLRESYNC", id, offset] => {
+            let offset = offset.parse::<i64>().map_err(|_| {
+                LinkError::Failed(format!("FULLRESYNC with an offset that is no number: {line:?}"))
+            })?;
+            Ok(Sync::Full { replid: (*id).to_string(), offset })
+        }
+        ["+CONTINUE"] => Ok(Sync::Continue { replid: None }),
+        ["+CONTINUE", id] => Ok(Sync::Continue { replid: Some((*id).to_string()) }),
+        _ => Err(LinkError::Failed(format!("the master answered PSYNC with {line:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psync_replies_as_redis_sends_them() {
+        assert_eq!(
+            parse_psync_reply("+FULLRESYNC 0123456789abcdef0123456789abcdef01234567 1234").unwrap(),
+            Sync::Full { replid: "0123456789abcdef0123456789abcdef01234567".into(), offset: 1234 }
+        );
+        assert_eq!(parse_psync_reply("+CONTINUE").unwrap(), Sync::Continue { replid: None });
+        assert_eq!(
+            parse_psync_reply("+CONTINUE abc").unwrap(),
+            Sync::Continue { replid: Some("abc".into()) }
+        );
+        for bad in
+            ["-NOMASTERLINK Can't SYNC while not connected with my master", "+FULLRESYNC x y"]
+        {
+            let Err(LinkError::Failed(e)) = parse_psync_reply(bad) else { panic!("{bad}") };
+            assert!(e.contains(bad.split_whitespace().next().unwrap()), "{e}");
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The replication link of this server as a Redis replica (REPLICAOF host port): a thread per
+//! link that follows a Redis master as a redis-server replica does, so a dataset moves here
+//! from a running redis-server (or another server speaking Redis's replication protocol)
+//! without stopping it.
+//!
+//! One attempt ([`session`]), repeated a second after each failure until the link is stopped:
+//! - **Handshake** (`handshake`): AUTH when `masterauth` is set, PING, REPLCONF
+//!   listening-port and capa (eof, psync2), then PSYNC: `? -1` at first, or the master's
+//!   replication id and the next offset after a link that applied a stream, so a short break
+//!   resumes with CONTINUE instead of a full sync.
+//! - **Full sync** (`transfer`, `load`): the master's RDB (`$<len>` or `$EOF:<mark>`, with
+//!   the newlines it sends while it prepares) is written to a file in the data directory
+//!   first, as redis-server's disk-based load does, so a transfer cut short leaves the
+//!   dataset as it was; then every database is emptied and the file loaded (its keys, their
+//!   expiry times, the function libraries), with LOADING replied to clients meanwhile.
+//! - **Stream** (`stream`): the master's commands, run through the ordinary dispatch as the
+//!   master's client (its writes pass the read-only refusal; their replies go nowhere but
+//!   REPLCONF GETACK's), counting the replication offset; REPLCONF ACK every second.
+//!
+//! A master silent for `repl-timeout` seconds is taken for gone, as Redis takes it.
+
+mod handshake;
+mod load;
+mod stream;
+mod transfer;
+mod wire;
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::master_link::{Driver, LinkState, Phase};
+use crate::state::Shared;
+
+/// How long a failed attempt waits before the next.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// Why an attempt ended.
+#[derive(Debug)]
+pub enum LinkError {
+    /// The link was stopped (REPLICAOF to another master, or NO ONE).
+    Stopped,
+    /// Anything else: said in the LOG and INFO's `master_link_last_error`.
+    Failed(String),
+}
+
+impl From<std::io::Error> for LinkError {
+    fn from(e: std::io::Error) -> Self {
+        LinkError::Failed(e.to_string())
+    }
+}
+
+impl From<String> for LinkError {
+    fn from(e: String) -> Self {
+        LinkError::Failed(e)
+    }
+}
+
+/// The [`Driver`] this server installs: each link on a thread of its own.
+struct Threads {
+    sh: Weak<Shared>,
+}
+
+impl Driver for Threads {
+    fn start(&self, link: Arc<LinkState>) -> std::io::Result<()> {
+        let sh = self.sh.clone();
+        let name = format!("strata-replica-{}:{}", link.target.host, link.target.port);
+        std::thread::Builder::new().name(name).spawn(move || follow(&sh, &link)).map(drop)
+    }
+}
+
+/// Installs the link's driver in `sh` (once, at start), and starts following the master a
+/// `replicaof` setting of the configuration names, if any.
+pub fn install(sh: &Arc<Shared>) -> Result<(), String> {
+    sh.master_link.install(Box::new(Threads { sh: Arc::downgrade(sh) }));
+    transfer::remove_leftovers(&sh.config.dir);
+    let configured = sh.params.read().get("replicaof").cloned().unwrap_or_default();
+    let words: Vec<&str> = configured.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Ok(()),
+        [host, port] => {
+            let port = port
+                .parse::<u16>()
+                .map_err(|_| format!("replicaof {configured:?}: the port is not a number"))?;
+            let target = crate::master_link::Target { host: (*host).into(), port };
+            sh.master_link.follow(target).map(drop)
+        }
+        _ => Err(format!("replicaof {configured:?}: expected <host> <port>")),
+    }
+}
+
+/// A link's thread: attempts until the link is stopped or the server is gone.
+fn follow(sh: &Weak<Shared>, link: &Arc<LinkState>) {
+    let mut said = String::new();
+    while !link.stopped() {
+        let Some(sh) = sh.upgrade() else { return };
+        link.set_phase(Phase::Connecting);
+        let outcome = session(&sh, link);
+        link.set_phase(Phase::Connect);
+        match outcome {
+            Ok(()) | Err(LinkError::Stopped) => {}
+            // A link stopped meanwhile has nothing more to say.
+            Err(LinkError::Failed(_)) if link.stopped() => {}
+            Err(LinkError::Failed(e)) => {
+                // The same failure over and over is said once, not at every retry.
+                if e != said {
+                    eprintln!(
+                        "replication link to {}:{}: {e}; retrying every second",
+                        link.target.host, link.target.port
+                    );
+                    said.clone_from(&e);
+                }
+                *link.last_error.lock() = e;
+            }
+        }
+        drop(sh);
+        let until = std::time::Instant::now() + RETRY;
+        while !link.stopped() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// One attempt: connect, handshake, sync, then the stream until it breaks.
+fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
+    let mut wire = wire::Wire::connect(sh, link)?;
+    match handshake::run(sh, link, &mut wire)? {
+        handshake::Sync::Full { replid, offset } => {
+            // Until the load is whole, nothing of the old stream may be resumed.
+            link.replid.lock().clear();
+            link.offset.store(-1, std::sync::atomic::Ordering::Release);
+            link.set_phase(Phase::Sync);
+            let file = transfer::receive(sh, link, &mut wire)?;
+            load::load_synced(sh, link, &file)?;
+            *link.replid.lock() = replid;
+            link.offset.store(offset, std::sync::atomic::Ordering::Release);
+            link.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        handshake::Sync::Continue { replid } => {
+            if let Some(id) = replid {
+                *link.replid.lock() = id;
+            }
+            link.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    link.last_error.lock().clear();
+    link.set_phase(Phase::Connected);
+    stream::apply(sh, link, &mut wire)
+}

@@ -1,0 +1,161 @@
+//! The master's command stream: each command run through the ordinary dispatch as the
+//! master's client, its reply dropped (REPLCONF GETACK's is the one a master reads), and the
+//! replication offset counted as redis-server counts it: a command's bytes once it has run,
+//! a transaction's at its EXEC (a link that breaks inside MULTI resumes before it).
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::wire::Wire;
+use super::LinkError;
+use crate::blocked::Cancel;
+use crate::commands;
+use crate::master_link::LinkState;
+use crate::resp::{parse_command, Out, ParseOutcome};
+use crate::state::{Conn, Shared};
+
+/// How often the replica tells the master its offset (Redis's once a second).
+const ACK_EVERY: Duration = Duration::from_secs(1);
+/// How often errors the master's commands met are said in the LOG.
+const SAY_ERRORS_EVERY: Duration = Duration::from_secs(10);
+
+/// Applies the stream on `wire` until it breaks or the link is stopped.
+pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result<(), LinkError> {
+    let id = crate::state::next_client_id();
+    let mut conn = Conn::new(id, true);
+    conn.master = true;
+    conn.db = link.db.load(Ordering::Acquire);
+    let mut out = Out::default();
+    let max_bulk = sh.config.proto_max_bulk_len;
+    // None: not yet (the first ACK goes at once: a diskless master waits for it).
+    let mut acked: Option<Instant> = None;
+    let mut errors = Errors::default();
+    // Bytes of a transaction still open (counted at its EXEC).
+    let mut open = 0i64;
+    let mut frames: Vec<(Vec<Vec<u8>>, usize)> = Vec::new();
+    loop {
+        let mut pos = 0;
+        loop {
+            match parse_command(&wire.buf[pos..], max_bulk) {
+                Ok(ParseOutcome::Incomplete) => break,
+                Ok(ParseOutcome::Command(args, n)) => {
+                    pos += n;
+                    frames.push((args, n));
+                }
+                Err(e) => {
+                    return Err(LinkError::Failed(format!("the master's stream: {e}")));
+                }
+            }
+        }
+        wire.buf.drain(..pos);
+        for (args, n) in frames.drain(..) {
+            let n = n as i64;
+            if is_getack(&args) {
+                let offset = link.offset.load(Ordering::Acquire);
+                ack(wire, offset)?;
+                acked = Some(Instant::now());
+            } else if !args.is_empty() {
+                run(sh, &mut conn, &args, &mut out);
+                if out.buf.first() == Some(&b'-') {
+                    errors.note(&args, &out.buf);
+                }
+                out.buf.clear();
+            }
+            if conn.multi.is_some() {
+                open += n;
+            } else {
+                link.offset.fetch_add(open + n, Ordering::AcqRel);
+                open = 0;
+            }
+            link.db.store(conn.db, Ordering::Release);
+        }
+        errors.say(link);
+        if acked.is_none_or(|t| t.elapsed() >= ACK_EVERY) {
+            ack(wire, link.offset.load(Ordering::Acquire))?;
+            acked = Some(Instant::now());
+        }
+        wire.read_more()?;
+    }
+}
+
+/// Whether `args` is REPLCONF GETACK (the master asking for the offset now).
+fn is_getack(args: &[Vec<u8>]) -> bool {
+    args.len() >= 2
+        && args[0].eq_ignore_ascii_case(b"replconf")
+        && args[1].eq_ignore_ascii_case(b"getack")
+}
+
+/// Sends REPLCONF ACK `offset`.
+fn ack(wire: &mut Wire, offset: i64) -> Result<(), LinkError> {
+    let offset = offset.max(0).to_string();
+    let frame = format!("*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n${}\r\n{offset}\r\n", offset.len());
+    wire.sock().write_all(frame.as_bytes())?;
+    Ok(())
+}
+
+/// Runs one command of the master's as a connection's command runs: holding a pass of the
+/// scripts' gate when it may take key-lock stripes (`script::gate`), waiting for the pass
+/// while a script takes every stripe.
+fn run(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
+    let cmd = commands::find(sh, &args[0]);
+    let stripes = cmd.is_some_and(|c| commands::scripting::takes_stripes(c, args));
+    let pass = loop {
+        if !stripes {
+            break None;
+        }
+        if let Some(p) = sh.scripts.gate.enter() {
+            break Some(p);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    commands::dispatch_found(sh, conn, cmd, args, out);
+    drop(pass);
+    // The writes' WAL sync is requested as any connection's (`appendfsync`); nothing waits
+    // for it, as no reply goes out.
+    let _ = sh.engine().owed_sync();
+    // A master sends no blocking command (redis-server rewrites them); one that blocked
+    // anyway is let go rather than left holding the stream.
+    if conn.blocked.take().is_some() {
+        sh.blocked.cancel(conn.id, Cancel::Gone);
+    }
+}
+
+/// Errors the master's commands met, said in the LOG at most every 10 s: a replica that
+/// fails what its master ran has diverged from it.
+#[derive(Default)]
+struct Errors {
+    count: u64,
+    first: Option<String>,
+    said: Option<Instant>,
+}
+
+impl Errors {
+    fn note(&mut self, args: &[Vec<u8>], reply: &[u8]) {
+        self.count += 1;
+        if self.first.is_none() {
+            let reply = String::from_utf8_lossy(reply);
+            self.first = Some(format!(
+                "{} answered {}",
+                String::from_utf8_lossy(&args[0]),
+                reply.trim_end()
+            ));
+        }
+    }
+
+    fn say(&mut self, link: &LinkState) {
+        if self.count == 0 || self.said.is_some_and(|t| t.elapsed() < SAY_ERRORS_EVERY) {
+            return;
+        }
+        eprintln!(
+            "replication link to {}:{}: {} of the master's commands failed here (first: {})",
+            link.target.host,
+            link.target.port,
+            self.count,
+            self.first.take().unwrap_or_default()
+        );
+        self.count = 0;
+        self.said = Some(Instant::now());
+    }
+}

@@ -1,0 +1,537 @@
+//! REPLICAOF: the server follows a Redis master. A fake master here speaks the protocol's
+//! master side (handshake, FULLRESYNC with an RDB this crate's writer makes, CONTINUE, the
+//! command stream, GETACK), so every step is checked without another program; the last test
+//! follows a real redis-server when one is installed.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{info_field, Raw, Reply, Server};
+use strata_server::types::rdb::file::FileWriter;
+use strata_server::types::rdb::{Encodings, Value};
+
+const REPLID: &str = "8f3b2d9c0e1a4b5c6d7e8f90a1b2c3d4e5f60718";
+
+fn ok() -> Reply {
+    Reply::Simple("OK".into())
+}
+
+fn words(r: Reply) -> Vec<String> {
+    match r {
+        Reply::Array(v) => v
+            .into_iter()
+            .map(|x| match x {
+                Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect(),
+        other => panic!("expected a command, got {other:?}"),
+    }
+}
+
+/// Accepts the replica's connection and answers its handshake up to PSYNC; returns the
+/// connection and PSYNC's arguments.
+fn handshake(fake: &TcpListener, replica_port: u16) -> (Raw, Vec<String>) {
+    let (sock, _) = fake.accept().unwrap();
+    let mut m = Raw::from_stream(sock);
+    assert_eq!(words(m.read()), ["PING"]);
+    m.send_raw(b"+PONG\r\n");
+    assert_eq!(words(m.read()), ["REPLCONF", "listening-port", &replica_port.to_string()]);
+    m.send_raw(b"+OK\r\n");
+    assert_eq!(words(m.read()), ["REPLCONF", "capa", "eof", "capa", "psync2"]);
+    m.send_raw(b"+OK\r\n");
+    let psync = words(m.read());
+    assert_eq!(psync[0], "PSYNC");
+    (m, psync[1..].to_vec())
+}
+
+/// The master's dataset: every type in database 0, one key in database 3, a key whose time
+/// has passed, a function library.
+fn dataset() -> Vec<u8> {
+    let enc = Encodings::default();
+    let far = 4_000_000_000_000u64;
+    let mut w = FileWriter::new(Vec::new(), &[("redis-ver", b"7.0.15".as_slice())]).unwrap();
+    w.function(
+        b"#!lua name=replib\nredis.register_function('one', function() return 1 end)\n\
+          redis.register_function{function_name='ro', callback=function() return 2 end, \
+          flags={'no-writes'}}",
+    )
+    .unwrap();
+    w.select_db(0, 6, 2).unwrap();
+    w.key(b"s", &Value::String(b"hello".to_vec()), None, &enc).unwrap();
+    w.key(b"h", &Value::Hash(vec![(b"f".to_vec(), b"v".to_vec())]), None, &enc).unwrap();
+    w.key(b"l", &Value::List(vec![b"a".to_vec(), b"b".to_vec()]), None, &enc).unwrap();
+    w.key(b"z", &Value::ZSet(vec![(b"m".to_vec(), 2.5)]), None, &enc).unwrap();
+    w.key(b"x", &Value::String(b"later".to_vec()), Some(far), &enc).unwrap();
+    w.key(b"gone", &Value::String(b"past".to_vec()), Some(1000), &enc).unwrap();
+    w.select_db(3, 1, 0).unwrap();
+    w.key(b"d3", &Value::Set(vec![b"1".to_vec(), b"2".to_vec()]), None, &enc).unwrap();
+    w.finish().unwrap()
+}
+
+fn send_cmd(m: &mut Raw, args: &[&str]) -> usize {
+    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+    let frame = Raw::encode(&a);
+    m.send_raw(&frame);
+    frame.len()
+}
+
+/// Waits until `f` holds (20 s at most).
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads the replica's REPLCONF ACKs until one says `offset`.
+fn until_ack(m: &mut Raw, offset: i64) {
+    loop {
+        let w = words(m.read());
+        assert_eq!(&w[..2], ["REPLCONF", "ACK"], "{w:?}");
+        if w[2].parse::<i64>().unwrap() == offset {
+            return;
+        }
+        assert!(w[2].parse::<i64>().unwrap() < offset, "ACK past {offset}: {w:?}");
+    }
+}
+
+fn role(c: &mut Raw) -> Vec<Reply> {
+    match c.cmd(&["ROLE"]) {
+        Reply::Array(v) => v,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_replica_loads_the_masters_dataset_applies_its_stream_and_resumes() {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mport = fake.local_addr().unwrap().port();
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["SET", "old", "1"]), ok());
+    let mine = "#!lua name=mine\nredis.register_function('mine', function() return 3 end)";
+    assert_eq!(c.cmd(&["FUNCTION", "LOAD", mine]), Reply::bulk("mine"));
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
+    assert_eq!(
+        c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]),
+        Reply::Simple("OK Already connected to specified master".into())
+    );
+    let (mut m, psync) = handshake(&fake, s.port);
+    assert_eq!(psync, ["?", "-1"]);
+    m.send_raw(format!("+FULLRESYNC {REPLID} 1000\r\n").as_bytes());
+    let rdb = dataset();
+    // The newlines a master sends while it prepares the file come first.
+    m.send_raw(b"\n\n");
+    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
+    m.send_raw(&rdb);
+    let mut sent = 0;
+    sent += send_cmd(&mut m, &["SELECT", "0"]);
+    sent += send_cmd(&mut m, &["SET", "s2", "v2"]);
+    sent += send_cmd(&mut m, &["MULTI"]);
+    sent += send_cmd(&mut m, &["INCR", "n"]);
+    sent += send_cmd(&mut m, &["INCR", "n"]);
+    sent += send_cmd(&mut m, &["EXEC"]);
+    sent += send_cmd(&mut m, &["SELECT", "3"]);
+    sent += send_cmd(&mut m, &["DEL", "d3"]);
+    let getack = send_cmd(&mut m, &["REPLCONF", "GETACK", "*"]);
+    // GETACK is answered with the offset before it.
+    until_ack(&mut m, 1000 + sent as i64);
+    let applied = 1000 + (sent + getack) as i64;
+    wait_for("the offset after GETACK", || {
+        info_field(&mut c, "replication", "slave_repl_offset") == applied.to_string()
+    });
+
+    assert_eq!(c.cmd(&["GET", "s"]), Reply::bulk("hello"));
+    assert_eq!(c.cmd(&["GET", "s2"]), Reply::bulk("v2"));
+    assert_eq!(c.cmd(&["GET", "n"]), Reply::bulk("2"));
+    assert_eq!(c.cmd(&["EXISTS", "old", "gone"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["HGET", "h", "f"]), Reply::bulk("v"));
+    assert_eq!(
+        c.cmd(&["LRANGE", "l", "0", "-1"]),
+        Reply::Array(vec![Reply::bulk("a"), Reply::bulk("b")])
+    );
+    assert_eq!(c.cmd(&["ZSCORE", "z", "m"]), Reply::bulk("2.5"));
+    assert_eq!(c.cmd(&["PEXPIRETIME", "x"]), Reply::Int(4_000_000_000_000));
+    assert_eq!(c.cmd(&["SELECT", "3"]), ok());
+    assert_eq!(c.cmd(&["EXISTS", "d3"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["SELECT", "0"]), ok());
+    // A read-only replica refuses its clients' writes, inside MULTI too.
+    let readonly = Reply::Error("READONLY You can't write against a read only replica.".into());
+    assert_eq!(c.cmd(&["SET", "w", "1"]), readonly);
+    assert_eq!(c.cmd(&["MULTI"]), ok());
+    assert_eq!(c.cmd(&["INCR", "n"]), readonly);
+    assert!(matches!(c.cmd(&["EXEC"]), Reply::Error(e) if e.starts_with("EXECABORT")));
+    // Scripts: one that may write is refused as it starts, a read-only one runs, and a
+    // script without flags meets the refusal at its write.
+    assert_eq!(
+        c.cmd(&["FCALL", "one", "0"]),
+        Reply::Error("READONLY Can not run script with write flag on readonly replica".into())
+    );
+    assert_eq!(c.cmd(&["FCALL_RO", "ro", "0"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["EVAL", "return redis.call('GET', 's')", "0"]), Reply::bulk("hello"));
+    assert!(matches!(
+        c.cmd(&["EVAL", "return redis.call('SET', 's', 'x')", "0"]),
+        Reply::Error(e) if e.contains("READONLY")
+    ));
+    // The master's library replaced what the replica had.
+    let count = |c: &mut Raw, name: &str| match c.cmd(&["FUNCTION", "LIST", "LIBRARYNAME", name]) {
+        Reply::Array(v) => v.len(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((count(&mut c, "replib"), count(&mut c, "mine")), (1, 0));
+    assert_eq!(info_field(&mut c, "replication", "role"), "slave");
+    assert_eq!(info_field(&mut c, "replication", "master_link_status"), "up");
+    assert_eq!(info_field(&mut c, "replication", "master_replid"), REPLID);
+    assert_eq!(
+        role(&mut c),
+        vec![
+            Reply::bulk("slave"),
+            Reply::bulk("127.0.0.1"),
+            Reply::Int(i64::from(mport)),
+            Reply::bulk("connected"),
+            Reply::Int(applied),
+        ]
+    );
+
+    // The link breaks inside a transaction: the replica resumes before its MULTI, in the
+    // database the stream had selected.
+    send_cmd(&mut m, &["MULTI"]);
+    send_cmd(&mut m, &["SET", "half", "1"]);
+    drop(m);
+    let (mut m, psync) = handshake(&fake, s.port);
+    assert_eq!(psync, [REPLID.to_string(), (applied + 1).to_string()]);
+    m.send_raw(b"+CONTINUE\r\n");
+    let more = send_cmd(&mut m, &["SET", "after", "v"]);
+    let getack = send_cmd(&mut m, &["REPLCONF", "GETACK", "*"]);
+    until_ack(&mut m, applied + more as i64);
+    assert_eq!(c.cmd(&["SELECT", "3"]), ok());
+    assert_eq!(c.cmd(&["GET", "after"]), Reply::bulk("v"));
+    assert_eq!(c.cmd(&["EXISTS", "half"]), Reply::Int(0));
+    assert_eq!(info_field(&mut c, "replication", "repl_partial_syncs"), "1");
+    let _ = getack;
+
+    // NO ONE: a master again, with the dataset it has.
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+    assert_eq!(c.cmd(&["SET", "w", "1"]), ok());
+    assert_eq!(c.cmd(&["GET", "after"]), Reply::bulk("v"));
+    assert_eq!(role(&mut c)[0], Reply::bulk("master"));
+    assert_eq!(info_field(&mut c, "replication", "role"), "master");
+}
+
+#[test]
+fn a_sync_that_fails_leaves_the_dataset_as_it_was() {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mport = fake.local_addr().unwrap().port();
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["SET", "keep", "1"]), ok());
+    assert_eq!(c.cmd(&["REPLICAOF", "localhost", &mport.to_string()]), ok());
+    let rdb = dataset();
+
+    // Cut short: fewer bytes than announced, then the connection closes.
+    let (mut m, _) = handshake(&fake, s.port);
+    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n${}\r\n", rdb.len()).as_bytes());
+    m.send_raw(&rdb[..rdb.len() / 2]);
+    drop(m);
+    // A checksum that does not match.
+    let (mut m, psync) = handshake(&fake, s.port);
+    assert_eq!(psync, ["?", "-1"], "nothing was applied: a full sync again");
+    let mut bad = rdb.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 0x55;
+    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n${}\r\n", bad.len()).as_bytes());
+    m.send_raw(&bad);
+    wait_for("the refused file said in INFO", || {
+        c.cmd(&["INFO", "replication"]) != Reply::Null
+            && match c.cmd(&["INFO", "replication"]) {
+                Reply::Bulk(b) => String::from_utf8_lossy(&b).contains("checksum"),
+                _ => false,
+            }
+    });
+    assert_eq!(c.cmd(&["GET", "keep"]), Reply::bulk("1"));
+    assert_eq!(info_field(&mut c, "replication", "master_link_status"), "down");
+    assert_eq!(c.cmd(&["EXISTS", "s"]), Reply::Int(0));
+    drop(m);
+
+    // Diskless: the file between two marks, then the stream.
+    let (mut m, _) = handshake(&fake, s.port);
+    let mark = "0123456789abcdefghij0123456789abcdefghij";
+    m.send_raw(format!("+FULLRESYNC {REPLID} 50\r\n$EOF:{mark}\r\n").as_bytes());
+    m.send_raw(&rdb);
+    m.send_raw(mark.as_bytes());
+    let sent = send_cmd(&mut m, &["SET", "s", "replaced"]);
+    send_cmd(&mut m, &["REPLCONF", "GETACK", "*"]);
+    until_ack(&mut m, 50 + sent as i64);
+    assert_eq!(c.cmd(&["GET", "s"]), Reply::bulk("replaced"));
+    assert_eq!(c.cmd(&["EXISTS", "keep"]), Reply::Int(0));
+    assert_eq!(info_field(&mut c, "replication", "repl_full_syncs"), "1");
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+}
+
+#[test]
+fn replicaof_arguments_are_checked_as_redis_checks_them() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["REPLICAOF", "127.0.0.1", "x"]),
+        Reply::Error("ERR value is not an integer or out of range".into())
+    );
+    assert_eq!(
+        c.cmd(&["REPLICAOF", "127.0.0.1", "70000"]),
+        Reply::Error("ERR Invalid master port".into())
+    );
+    assert!(
+        matches!(c.cmd(&["REPLICAOF", "127.0.0.1"]), Reply::Error(e) if e.contains("wrong number"))
+    );
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+    // SLAVEOF is the same command; a master nobody listens on leaves the link connecting.
+    let unused = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    assert_eq!(c.cmd(&["SLAVEOF", "127.0.0.1", &unused.to_string()]), ok());
+    wait_for(
+        "the failed connection said in INFO",
+        || matches!(c.cmd(&["INFO", "replication"]), Reply::Bulk(b) if String::from_utf8_lossy(&b).contains("master_link_last_error:cannot connect")),
+    );
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::Null, "reads of stale data are served");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "no"]), ok());
+    assert!(matches!(c.cmd(&["GET", "k"]), Reply::Error(e) if e.starts_with("MASTERDOWN")));
+    // As Redis: PING is not flagged `stale`; INFO is.
+    assert!(matches!(c.cmd(&["PING"]), Reply::Error(e) if e.starts_with("MASTERDOWN")));
+    assert!(matches!(c.cmd(&["INFO", "replication"]), Reply::Bulk(_)));
+    // Scripts: only one declared `allow-stale` runs, and it may call only what may.
+    let masterdown = || {
+        Reply::Error(
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                .into(),
+        )
+    };
+    assert_eq!(c.cmd(&["EVAL", "return redis.call('get','x')", "1", "x"]), masterdown());
+    assert_eq!(c.cmd(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]), masterdown());
+    let stale_ok = "#!lua flags=allow-stale,no-writes\n";
+    assert_eq!(c.cmd(&["EVAL", &format!("{stale_ok}return 1"), "0"]), Reply::Int(1));
+    assert!(matches!(
+        c.cmd(&["EVAL", &format!("{stale_ok}return redis.call('get','x')"), "1", "x"]),
+        Reply::Error(e) if e.contains("Can not execute the command on a stale replica")
+    ));
+    assert_eq!(
+        c.cmd(&["EVAL", &format!("{stale_ok}return redis.call('echo','foobar')"), "0"]),
+        Reply::bulk("foobar")
+    );
+    // Scripts: only one declared `allow-stale` runs, and it may call only what may.
+    let masterdown = || {
+        Reply::Error(
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                .into(),
+        )
+    };
+    assert_eq!(c.cmd(&["EVAL", "return redis.call('get','x')", "1", "x"]), masterdown());
+    assert_eq!(c.cmd(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]), masterdown());
+    assert_eq!(c.cmd(&["EVAL", "#!lua flags=allow-stale,no-writes\nreturn 1", "0"]), Reply::Int(1));
+    assert!(matches!(
+        c.cmd(&["EVAL", "#!lua flags=allow-stale,no-writes\nreturn redis.call('get','x')", "1", "x"]),
+        Reply::Error(e) if e.contains("Can not execute the command on a stale replica")
+    ));
+    assert_eq!(
+        c.cmd(&[
+            "EVAL",
+            "#!lua flags=allow-stale,no-writes\nreturn redis.call('echo','foobar')",
+            "0"
+        ]),
+        Reply::bulk("foobar")
+    );
+    assert_eq!(c.cmd(&["CONFIG", "SET", "replica-read-only", "no"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "yes"]), ok());
+    assert_eq!(c.cmd(&["SET", "k", "1"]), ok(), "a writable replica takes writes");
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+}
+
+/// A redis-server child, killed when dropped.
+struct RedisServer {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn redis_server() -> Option<RedisServer> {
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let r = RedisServer { child, port, _dir: dir };
+    let until = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(r)
+}
+
+/// What the test compares on both servers: each key's type and contents.
+fn snapshot(c: &mut Raw, keys: &[&str]) -> Vec<Reply> {
+    keys.iter()
+        .map(|k| {
+            let t = match c.cmd(&["TYPE", k]) {
+                Reply::Simple(t) => t,
+                other => panic!("{other:?}"),
+            };
+            let body = match t.as_str() {
+                "string" => c.cmd(&["GET", k]),
+                "list" => c.cmd(&["LRANGE", k, "0", "-1"]),
+                "hash" => {
+                    let mut v = match c.cmd(&["HGETALL", k]) {
+                        Reply::Array(v) => v,
+                        other => panic!("{other:?}"),
+                    };
+                    let mut pairs: Vec<_> = v.chunks(2).map(|p| format!("{p:?}")).collect();
+                    pairs.sort();
+                    v.clear();
+                    Reply::Simple(pairs.join(","))
+                }
+                "set" => {
+                    let mut v = match c.cmd(&["SMEMBERS", k]) {
+                        Reply::Array(v) => {
+                            v.into_iter().map(|x| format!("{x:?}")).collect::<Vec<_>>()
+                        }
+                        other => panic!("{other:?}"),
+                    };
+                    v.sort();
+                    Reply::Simple(v.join(","))
+                }
+                "zset" => c.cmd(&["ZRANGE", k, "0", "-1", "WITHSCORES"]),
+                "stream" => c.cmd(&["XRANGE", k, "-", "+"]),
+                "none" => Reply::Null,
+                other => panic!("type {other}"),
+            };
+            let ttl = c.cmd(&["PEXPIRETIME", k]);
+            Reply::Array(vec![Reply::Simple(t), body, ttl])
+        })
+        .collect()
+}
+
+#[test]
+fn a_replica_follows_a_real_redis_server() {
+    let Some(redis) = redis_server() else {
+        eprintln!("skipped: redis-server is not installed (apt-get install -y redis-server)");
+        return;
+    };
+    let mut r = Raw::connect(redis.port);
+    let big: String = "x".repeat(300);
+    for (i, cmd) in [
+        vec!["SET", "s", "hello"],
+        vec!["SET", "n", "12345"],
+        vec!["SET", "long", big.as_str()],
+        vec!["HSET", "h", "a", "1", "b", "2"],
+        vec!["RPUSH", "l", "x", "y", "z"],
+        vec!["SADD", "ints", "1", "2", "3"],
+        vec!["SADD", "strs", "a", "b"],
+        vec!["ZADD", "z", "1", "one", "2.5", "two"],
+        vec!["XADD", "st", "1-1", "f", "v"],
+        vec!["SET", "ttl", "v", "PX", "600000"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(!matches!(r.cmd(cmd), Reply::Error(_)), "{i}: {cmd:?}");
+    }
+    for i in 0..200 {
+        r.cmd(&["HSET", "bighash", &format!("f{i}"), &big]);
+        r.cmd(&["RPUSH", "biglist", &format!("e{i}")]);
+        r.cmd(&["ZADD", "bigz", &i.to_string(), &format!("m{i}")]);
+    }
+    r.cmd(&["SELECT", "5"]);
+    r.cmd(&["SET", "in5", "five"]);
+    r.cmd(&["SELECT", "0"]);
+
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &redis.port.to_string()]), ok());
+    wait_for("the link up", || info_field(&mut c, "replication", "master_link_status") == "up");
+    // Writes after the sync come through the stream.
+    r.cmd(&["SET", "s", "changed"]);
+    r.cmd(&["HDEL", "h", "a"]);
+    r.cmd(&["LPOP", "l"]);
+    r.cmd(&["INCRBYFLOAT", "f", "1.5"]);
+    r.cmd(&["EXPIRE", "n", "1000"]);
+    r.cmd(&["MULTI"]);
+    r.cmd(&["SADD", "strs", "c"]);
+    r.cmd(&["DEL", "ints"]);
+    r.cmd(&["EXEC"]);
+    r.cmd(&["SELECT", "5"]);
+    r.cmd(&["APPEND", "in5", "!"]);
+    r.cmd(&["SELECT", "0"]);
+    let target = info_field(&mut r, "replication", "master_repl_offset");
+    wait_for("the replica at the master's offset", || {
+        info_field(&mut c, "replication", "slave_repl_offset") == target
+    });
+    let keys = [
+        "s", "n", "long", "h", "l", "ints", "strs", "z", "st", "ttl", "bighash", "biglist", "bigz",
+        "f",
+    ];
+    assert_eq!(snapshot(&mut c, &keys), snapshot(&mut r, &keys));
+    assert_eq!(c.cmd(&["SELECT", "5"]), ok());
+    assert_eq!(c.cmd(&["GET", "in5"]), Reply::bulk("five!"));
+    // The master sees its replica.
+    assert_eq!(info_field(&mut r, "replication", "connected_slaves"), "1");
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+}
+
+#[test]
+fn a_replicaof_line_of_the_configuration_follows_from_the_start() {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mport = fake.local_addr().unwrap().port();
+    let conf_dir = tempfile::tempdir().unwrap();
+    let conf = conf_dir.path().join("replica.conf");
+    std::fs::write(&conf, format!("replicaof 127.0.0.1 {mport}\n")).unwrap();
+    let s = Server::start(&[conf.to_str().unwrap()]);
+    let (mut m, psync) = handshake(&fake, s.port);
+    assert_eq!(psync, ["?", "-1"]);
+    let rdb = dataset();
+    m.send_raw(format!("+FULLRESYNC {REPLID} 7\r\n${}\r\n", rdb.len()).as_bytes());
+    m.send_raw(&rdb);
+    send_cmd(&mut m, &["REPLCONF", "GETACK", "*"]);
+    until_ack(&mut m, 7);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["GET", "s"]), Reply::bulk("hello"));
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "replicaof"]),
+        Reply::Array(vec![Reply::bulk("replicaof"), Reply::bulk(&format!("127.0.0.1 {mport}"))])
+    );
+    assert_eq!(role(&mut c)[3], Reply::bulk("connected"));
+}
+
+#[test]
+fn a_transfer_file_left_by_a_stopped_process_goes_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let left = dir.path().join("temp-replica-4242-1700000000000.rdb");
+    std::fs::write(&left, b"REDIS0010 cut short").unwrap();
+    let other = dir.path().join("temp-other.rdb");
+    std::fs::write(&other, b"not ours").unwrap();
+    let mut s = Server::start_in(dir.path(), &[]);
+    assert!(!left.exists());
+    assert!(other.exists());
+    s.stop();
+}
