@@ -101,6 +101,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     let names = command_names(&cfg)?;
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| format!("cannot create {}: {e}", cfg.dir.display()))?;
+    let dump = replicaof::load::dump_to_import(&cfg)?;
     let dbs = if cfg.cluster.enabled {
         types::open_partitioned(cfg.engine_options(), &cfg.dir, cfg.appendfsync)
     } else {
@@ -124,6 +125,16 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     let sh = Arc::new(shared);
     load_users(&sh, &cfg)?;
     commands::functions::restore(&sh)?;
+    if let Some((path, checked)) = dump {
+        let l = replicaof::load::load_checked(&sh, &path, None, checked)?;
+        println!(
+            "imported {}: {} keys ({} expired left out), {} function libraries",
+            path.display(),
+            l.keys,
+            l.expired,
+            l.libraries
+        );
+    }
     replicaof::install(&sh)?;
     server::tasks::start(&sh);
     println!(

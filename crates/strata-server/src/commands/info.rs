@@ -107,7 +107,8 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
     if on("persistence") {
         let _ = write!(
             t,
-            "# Persistence\r\nloading:0\r\naof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nappendfsync:{}\r\nstrata_sst_bytes:{}\r\n\r\n",
+            "# Persistence\r\nloading:{}\r\naof_enabled:1\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_changes_since_last_save:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nappendfsync:{}\r\nstrata_sst_bytes:{}\r\n\r\n",
+            u8::from(sh.master_link.loading()),
             u8::from(sh.persistence.rewriting.load(Ordering::Acquire)),
             if sh.persistence.last_rewrite_ok.load(Ordering::Acquire) { "ok" } else { "err" },
             sh.persistence.rewrites.load(Ordering::Relaxed),

@@ -1,5 +1,6 @@
 //! Loading an RDB file (`types::rdb::file`) as the whole dataset: what a full sync does with
-//! the master's file.
+//! the master's file, and what a new server does with a Redis dump it finds in its data
+//! directory ([`dump_to_import`]).
 //!
 //! The file is read through once before anything changes (every record decoded, the database
 //! numbers checked against `databases`, the checksum verified), so a file this server cannot
@@ -9,7 +10,7 @@
 
 use std::fs::File;
 use std::io::BufReader;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::transfer::Received;
@@ -49,14 +50,34 @@ pub fn load_synced(sh: &Shared, link: &Arc<LinkState>, file: &Received) -> Resul
 /// one). `link`: a link whose stop ends the load early (the dataset is then what was loaded
 /// so far).
 pub fn load_file(sh: &Shared, path: &Path, link: Option<&LinkState>) -> Result<Loaded, String> {
-    let check = read(sh, path, link, |_, _| Ok(()))?;
+    let checked = check_file(path, sh.config.databases, link)?;
+    load_checked(sh, path, link, checked)
+}
+
+/// The first pass of [`load_file`]: the file at `path` read through (every record decoded,
+/// its databases below `databases`, the checksum right), nothing written.
+pub fn check_file(
+    path: &Path,
+    databases: usize,
+    link: Option<&LinkState>,
+) -> Result<Checked, String> {
+    read(path, databases, link, |_| Ok(()), |_, _| Ok(()))
+}
+
+/// The second pass of [`load_file`], over a file [`check_file`] read through.
+pub fn load_checked(
+    sh: &Shared,
+    path: &Path,
+    link: Option<&LinkState>,
+    checked: Checked,
+) -> Result<Loaded, String> {
     sh.master_link.set_loading(true);
-    let loaded = replace(sh, path, link, check);
+    let loaded = replace(sh, path, link, checked);
     sh.master_link.set_loading(false);
     loaded
 }
 
-/// [`load_file`]'s second pass, over a file that read through.
+/// [`load_checked`]'s writes.
 fn replace(
     sh: &Shared,
     path: &Path,
@@ -68,7 +89,8 @@ fn replace(
     crate::commands::client_tracking::flushed(sh);
     let mut loaded = Loaded { libraries: check.libraries.len(), ..Loaded::default() };
     crate::commands::functions::replace_all(sh, &check.libraries)?;
-    read(sh, path, link, |db, rec| {
+    let ensure = |db: usize| sh.dbs.ensure(db).map_err(|e| format!("database {db}: {e}"));
+    read(path, sh.config.databases, link, ensure, |db, rec| {
         let Record::Key { key, value, expire_ms, .. } = rec else { return Ok(()) };
         // An expiry time of 0 is a time long past, not "none" (RESTORE's 0).
         let at = expire_ms.map_or(0, |t| t.max(1));
@@ -84,17 +106,40 @@ fn replace(
     Ok(loaded)
 }
 
-/// What the checking pass found.
-struct Checked {
+/// The Redis dump a starting server takes as its first dataset, checked: `dbfilename`
+/// (`dump.rdb`) in the data directory, when that directory holds no DB yet (no `CURRENT`:
+/// a DB that exists is newer than any dump beside it, and is kept) and the server is not in
+/// cluster mode. Called before the DB is made, so a dump that does not read stops the start
+/// and leaves the directory as it was.
+pub fn dump_to_import(cfg: &crate::config::Config) -> Result<Option<(PathBuf, Checked)>, String> {
+    let name = cfg.extra.get("dbfilename").map_or("dump.rdb", String::as_str);
+    let path = cfg.dir.join(name);
+    if cfg.cluster.enabled || !path.is_file() {
+        return Ok(None);
+    }
+    if cfg.dir.join("CURRENT").exists() {
+        eprintln!("{} left as it is: the DB in {} is kept", path.display(), cfg.dir.display());
+        return Ok(None);
+    }
+    let checked = check_file(&path, cfg.databases, None)
+        .map_err(|e| format!("cannot import the Redis dump: {e}"))?;
+    Ok(Some((path, checked)))
+}
+
+/// What the checking pass found: a file that reads through.
+#[derive(Debug)]
+pub struct Checked {
     libraries: Vec<Vec<u8>>,
 }
 
-/// Reads the file at `path` through, calling `each` with every key record and its database;
-/// the function libraries are gathered.
+/// Reads the file at `path` through: `on_db` with each database it selects (below
+/// `databases`, or an error naming the offset), `each` with every key record and its
+/// database; the function libraries are gathered.
 fn read(
-    sh: &Shared,
     path: &Path,
+    databases: usize,
     link: Option<&LinkState>,
+    mut on_db: impl FnMut(usize) -> Result<(), String>,
     mut each: impl FnMut(usize, Record) -> Result<(), String>,
 ) -> Result<Checked, String> {
     let name = path.display().to_string();
@@ -112,14 +157,13 @@ fn read(
         }
         match rec {
             Record::Db(d) => {
-                let at = r.offset();
-                db = usize::try_from(d).unwrap_or(usize::MAX);
-                sh.dbs.ensure(db).map_err(|_| {
+                db = usize::try_from(d).ok().filter(|&d| d < databases).ok_or_else(|| {
                     format!(
-                        "{name}: offset {at}: database {d}, this server has {} (databases)",
-                        sh.config.databases
+                        "{name}: offset {}: database {d}, this server has {databases} (databases)",
+                        r.offset()
                     )
                 })?;
+                on_db(db)?;
             }
             Record::Function(code) => checked.libraries.push(code),
             rec @ Record::Key { .. } => each(db, rec)?,

@@ -20,7 +20,7 @@
 //! A master silent for `repl-timeout` seconds is taken for gone, as Redis takes it.
 
 mod handshake;
-mod load;
+pub mod load;
 mod stream;
 mod transfer;
 mod wire;

@@ -2,6 +2,8 @@
 //! with the `redis` crate or a raw RESP client.
 #![allow(dead_code)]
 
+pub mod fake_master;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -7,5 +7,6 @@ mod common;
 mod acknowledged_after_sync;
 mod hash_encoding_restart;
 mod kill_durability;
+mod replica_restart;
 mod replicated_partitions;
 mod restart;

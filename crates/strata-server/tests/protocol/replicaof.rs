@@ -7,43 +7,13 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::fake_master::{handshake, send_cmd, until_ack, wait_for, REPLID};
 use crate::common::{info_field, Raw, Reply, Server};
 use strata_server::types::rdb::file::FileWriter;
 use strata_server::types::rdb::{Encodings, Value};
 
-const REPLID: &str = "8f3b2d9c0e1a4b5c6d7e8f90a1b2c3d4e5f60718";
-
 fn ok() -> Reply {
     Reply::Simple("OK".into())
-}
-
-fn words(r: Reply) -> Vec<String> {
-    match r {
-        Reply::Array(v) => v
-            .into_iter()
-            .map(|x| match x {
-                Reply::Bulk(b) => String::from_utf8(b).unwrap(),
-                other => panic!("{other:?}"),
-            })
-            .collect(),
-        other => panic!("expected a command, got {other:?}"),
-    }
-}
-
-/// Accepts the replica's connection and answers its handshake up to PSYNC; returns the
-/// connection and PSYNC's arguments.
-fn handshake(fake: &TcpListener, replica_port: u16) -> (Raw, Vec<String>) {
-    let (sock, _) = fake.accept().unwrap();
-    let mut m = Raw::from_stream(sock);
-    assert_eq!(words(m.read()), ["PING"]);
-    m.send_raw(b"+PONG\r\n");
-    assert_eq!(words(m.read()), ["REPLCONF", "listening-port", &replica_port.to_string()]);
-    m.send_raw(b"+OK\r\n");
-    assert_eq!(words(m.read()), ["REPLCONF", "capa", "eof", "capa", "psync2"]);
-    m.send_raw(b"+OK\r\n");
-    let psync = words(m.read());
-    assert_eq!(psync[0], "PSYNC");
-    (m, psync[1..].to_vec())
 }
 
 /// The master's dataset: every type in database 0, one key in database 3, a key whose time
@@ -68,34 +38,6 @@ fn dataset() -> Vec<u8> {
     w.select_db(3, 1, 0).unwrap();
     w.key(b"d3", &Value::Set(vec![b"1".to_vec(), b"2".to_vec()]), None, &enc).unwrap();
     w.finish().unwrap()
-}
-
-fn send_cmd(m: &mut Raw, args: &[&str]) -> usize {
-    let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
-    let frame = Raw::encode(&a);
-    m.send_raw(&frame);
-    frame.len()
-}
-
-/// Waits until `f` holds (20 s at most).
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Reads the replica's REPLCONF ACKs until one says `offset`.
-fn until_ack(m: &mut Raw, offset: i64) {
-    loop {
-        let w = words(m.read());
-        assert_eq!(&w[..2], ["REPLCONF", "ACK"], "{w:?}");
-        if w[2].parse::<i64>().unwrap() == offset {
-            return;
-        }
-        assert!(w[2].parse::<i64>().unwrap() < offset, "ACK past {offset}: {w:?}");
-    }
 }
 
 fn role(c: &mut Raw) -> Vec<Reply> {
@@ -534,4 +476,55 @@ fn a_transfer_file_left_by_a_stopped_process_goes_at_start() {
     assert!(!left.exists());
     assert!(other.exists());
     s.stop();
+}
+
+#[test]
+fn a_new_server_starts_from_a_redis_dump_in_its_directory() {
+    // redis-server 7.0.15's own dump (crates/strata-server/src/types/rdb/testdata).
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/types/rdb/testdata/dump-7.0.15.rdb");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&golden, dir.path().join("dump.rdb")).unwrap();
+    let mut s = Server::start_in(dir.path(), &[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["GET", "string:short"]), Reply::bulk("hello world"));
+    assert_eq!(c.cmd(&["HGET", "hash:big", "field-199"]), Reply::bulk("value-199"));
+    assert_eq!(c.cmd(&["LLEN", "list:big"]), Reply::Int(1500));
+    assert_eq!(c.cmd(&["PEXPIRETIME", "expiring"]), Reply::Int(4_102_444_800_000));
+    assert_eq!(c.cmd(&["FCALL", "myecho", "0", "hi"]), Reply::bulk("hi"));
+    assert_eq!(c.cmd(&["SELECT", "3"]), ok());
+    assert_eq!(c.cmd(&["GET", "db3:string"]), Reply::bulk("in db three"));
+    assert_eq!(c.cmd(&["SET", "db3:string", "changed"]), ok());
+    s.stop();
+
+    // The DB is there now: a dump beside it is left alone.
+    let other = dir.path().join("dump.rdb");
+    std::fs::write(&other, dataset()).unwrap();
+    let mut s = Server::start_in(dir.path(), &[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["EXISTS", "s"]), Reply::Int(0));
+    assert_eq!(c.cmd(&["SELECT", "3"]), ok());
+    assert_eq!(c.cmd(&["GET", "db3:string"]), Reply::bulk("changed"));
+    s.stop();
+}
+
+#[test]
+fn a_dump_that_does_not_read_stops_the_start_and_leaves_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = dataset();
+    let at = bad.len() / 2;
+    bad[at] ^= 0xff;
+    std::fs::write(dir.path().join("dump.rdb"), &bad).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .args(["--port", "0", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot import the Redis dump") && err.contains("dump.rdb: offset"),
+        "{err}"
+    );
+    assert!(!dir.path().join("CURRENT").exists(), "no DB was made");
 }
