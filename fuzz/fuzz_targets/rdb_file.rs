@@ -9,12 +9,12 @@ use libfuzzer_sys::fuzz_target;
 use strata_server::types::rdb::file::{FileReader, FileWriter, Record};
 use strata_server::types::rdb::Encodings;
 
-/// A source that gives at most 3 bytes a call.
+/// A source that gives at most 61 bytes a call.
 struct Trickle<'a>(&'a [u8]);
 
 impl std::io::Read for Trickle<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = buf.len().min(self.0.len()).min(3);
+        let n = buf.len().min(self.0.len()).min(61);
         buf[..n].copy_from_slice(&self.0[..n]);
         self.0 = &self.0[n..];
         Ok(n)
