@@ -126,7 +126,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     load_users(&sh, &cfg)?;
     commands::functions::restore(&sh)?;
     if let Some((path, checked)) = dump {
-        let l = replicaof::load::load_checked(&sh, &path, None, checked)?;
+        let l = replicaof::load::load_checked(&sh, &path, checked)?;
         println!(
             "imported {}: {} keys ({} expired left out), {} function libraries",
             path.display(),

@@ -47,11 +47,12 @@ pub fn load_synced(sh: &Shared, link: &Arc<LinkState>, file: &Received) -> Resul
 
 /// Replaces the whole dataset with the RDB file at `path` (module doc), with LOADING replied
 /// to clients while it does (not while the file is checked: the dataset is still the old
-/// one). `link`: a link whose stop ends the load early (the dataset is then what was loaded
-/// so far).
+/// one). `link`: a link whose stop ends the check early; once the databases are emptied the
+/// load runs to its end whatever happens to the link (REPLICAOF NO ONE meanwhile keeps the
+/// whole dataset, never a part of it).
 pub fn load_file(sh: &Shared, path: &Path, link: Option<&LinkState>) -> Result<Loaded, String> {
     let checked = check_file(path, sh.config.databases, link)?;
-    load_checked(sh, path, link, checked)
+    load_checked(sh, path, checked)
 }
 
 /// The first pass of [`load_file`]: the file at `path` read through (every record decoded,
@@ -65,32 +66,22 @@ pub fn check_file(
 }
 
 /// The second pass of [`load_file`], over a file [`check_file`] read through.
-pub fn load_checked(
-    sh: &Shared,
-    path: &Path,
-    link: Option<&LinkState>,
-    checked: Checked,
-) -> Result<Loaded, String> {
+pub fn load_checked(sh: &Shared, path: &Path, checked: Checked) -> Result<Loaded, String> {
     sh.master_link.set_loading(true);
-    let loaded = replace(sh, path, link, checked);
+    let loaded = replace(sh, path, checked);
     sh.master_link.set_loading(false);
     loaded
 }
 
 /// [`load_checked`]'s writes.
-fn replace(
-    sh: &Shared,
-    path: &Path,
-    link: Option<&LinkState>,
-    check: Checked,
-) -> Result<Loaded, String> {
+fn replace(sh: &Shared, path: &Path, check: Checked) -> Result<Loaded, String> {
     let _pin = sh.dbs.pin(false);
     sh.dbs.flush_all().map_err(|e| format!("cannot empty the databases: {e}"))?;
     crate::commands::client_tracking::flushed(sh);
     let mut loaded = Loaded { libraries: check.libraries.len(), ..Loaded::default() };
     crate::commands::functions::replace_all(sh, &check.libraries)?;
     let ensure = |db: usize| sh.dbs.ensure(db).map_err(|e| format!("database {db}: {e}"));
-    read(path, sh.config.databases, link, ensure, |db, rec| {
+    read(path, sh.config.databases, None, ensure, |db, rec| {
         let Record::Key { key, value, expire_ms, .. } = rec else { return Ok(()) };
         // An expiry time of 0 is a time long past, not "none" (RESTORE's 0).
         let at = expire_ms.map_or(0, |t| t.max(1));
