@@ -261,28 +261,6 @@ fn replicaof_arguments_are_checked_as_redis_checks_them() {
         c.cmd(&["EVAL", &format!("{stale_ok}return redis.call('echo','foobar')"), "0"]),
         Reply::bulk("foobar")
     );
-    // Scripts: only one declared `allow-stale` runs, and it may call only what may.
-    let masterdown = || {
-        Reply::Error(
-            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
-                .into(),
-        )
-    };
-    assert_eq!(c.cmd(&["EVAL", "return redis.call('get','x')", "1", "x"]), masterdown());
-    assert_eq!(c.cmd(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]), masterdown());
-    assert_eq!(c.cmd(&["EVAL", "#!lua flags=allow-stale,no-writes\nreturn 1", "0"]), Reply::Int(1));
-    assert!(matches!(
-        c.cmd(&["EVAL", "#!lua flags=allow-stale,no-writes\nreturn redis.call('get','x')", "1", "x"]),
-        Reply::Error(e) if e.contains("Can not execute the command on a stale replica")
-    ));
-    assert_eq!(
-        c.cmd(&[
-            "EVAL",
-            "#!lua flags=allow-stale,no-writes\nreturn redis.call('echo','foobar')",
-            "0"
-        ]),
-        Reply::bulk("foobar")
-    );
     assert_eq!(c.cmd(&["CONFIG", "SET", "replica-read-only", "no"]), ok());
     assert_eq!(c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "yes"]), ok());
     assert_eq!(c.cmd(&["SET", "k", "1"]), ok(), "a writable replica takes writes");
