@@ -182,6 +182,8 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     server::listener::serve(sh.clone(), listener, shutdown, threads.as_ref()).await;
     // A script still running stops (SIGTERM, SIGINT or SHUTDOWN: it holds every key lock).
     sh.scripts.stop_for_shutdown();
+    // A replica's link stops before the database closes (`replicaof`).
+    sh.master_link.stop_for_shutdown(std::time::Duration::from_secs(2));
     // The connections close before the database does.
     if let Some(t) = threads {
         t.stop(std::time::Duration::from_secs(1));

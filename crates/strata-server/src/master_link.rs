@@ -92,6 +92,8 @@ pub struct LinkState {
     pub partial_syncs: AtomicU64,
     /// Why the last attempt failed, for INFO (empty: none did).
     pub last_error: Mutex<String>,
+    /// The link's thread has ended.
+    ended: AtomicBool,
 }
 
 impl LinkState {
@@ -111,6 +113,7 @@ impl LinkState {
             full_syncs: AtomicU64::new(0),
             partial_syncs: AtomicU64::new(0),
             last_error: Mutex::new(String::new()),
+            ended: AtomicBool::new(false),
         })
     }
 
@@ -130,6 +133,11 @@ impl LinkState {
         if was == Phase::Connected && p != Phase::Connected {
             self.down_since_ms.store(crate::types::keyspace::now_ms(), Ordering::Release);
         }
+    }
+
+    /// Notes that the link's thread has ended (its last act).
+    pub fn end(&self) {
+        self.ended.store(true, Ordering::Release);
     }
 
     /// Notes that bytes came from the master now.
@@ -222,6 +230,18 @@ impl MasterLink {
         }
         self.following.store(false, Ordering::Release);
         self.loading.store(false, Ordering::Release);
+    }
+
+    /// At shutdown: stops the link and waits up to `wait` for its thread to end, so that the
+    /// database closes after the link's last write (a load running then goes on, and its
+    /// writes after the close fail).
+    pub fn stop_for_shutdown(&self, wait: std::time::Duration) {
+        let Some(link) = self.current.lock().clone() else { return };
+        self.stop();
+        let until = std::time::Instant::now() + wait;
+        while !link.ended.load(Ordering::Acquire) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     /// Whether a full sync is loading its dataset now.

@@ -90,6 +90,14 @@ pub fn install(sh: &Arc<Shared>) -> Result<(), String> {
 
 /// A link's thread: attempts until the link is stopped or the server is gone.
 fn follow(sh: &Weak<Shared>, link: &Arc<LinkState>) {
+    /// Marks the link ended however the thread ends.
+    struct Ends<'a>(&'a LinkState);
+    impl Drop for Ends<'_> {
+        fn drop(&mut self) {
+            self.0.end();
+        }
+    }
+    let _ends = Ends(link);
     let mut said = String::new();
     while !link.stopped() {
         let Some(sh) = sh.upgrade() else { return };

@@ -426,7 +426,7 @@ fn a_replicaof_line_of_the_configuration_follows_from_the_start() {
     let conf_dir = tempfile::tempdir().unwrap();
     let conf = conf_dir.path().join("replica.conf");
     std::fs::write(&conf, format!("replicaof 127.0.0.1 {mport}\n")).unwrap();
-    let s = Server::start(&[conf.to_str().unwrap()]);
+    let mut s = Server::start(&[conf.to_str().unwrap()]);
     let (mut m, psync) = handshake(&fake, s.port);
     assert_eq!(psync, ["?", "-1"]);
     let rdb = dataset();
@@ -441,6 +441,8 @@ fn a_replicaof_line_of_the_configuration_follows_from_the_start() {
         Reply::Array(vec![Reply::bulk("replicaof"), Reply::bulk(&format!("127.0.0.1 {mport}"))])
     );
     assert_eq!(role(&mut c)[3], Reply::bulk("connected"));
+    // A graceful stop with the link up: the link ends before the database closes.
+    s.stop();
 }
 
 #[test]
