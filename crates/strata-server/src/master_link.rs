@@ -191,12 +191,7 @@ impl MasterLink {
         self.current.lock().clone()
     }
 
-    /// Whether a master is set.
-    pub fn is_replica(&self) -> bool {
-        self.current.lock().is_some()
-    }
-
-    /// [`MasterLink::is_replica`] without a lock, for every command's look.
+    /// Whether a master is set (`current` holds a link), without a lock: every command looks.
     pub fn following(&self) -> bool {
         self.following.load(Ordering::Acquire)
     }
@@ -214,9 +209,11 @@ impl MasterLink {
             old.stop.store(true, Ordering::Release);
         }
         let link = LinkState::new(target);
-        driver
-            .start(link.clone())
-            .map_err(|e| format!("ERR cannot start the replication link: {e}"))?;
+        if let Err(e) = driver.start(link.clone()) {
+            // The old link is stopped and no new one runs: a master now.
+            self.following.store(false, Ordering::Release);
+            return Err(format!("ERR cannot start the replication link: {e}"));
+        }
         *cur = Some(link);
         self.following.store(true, Ordering::Release);
         Ok(Followed::Started)
@@ -229,7 +226,6 @@ impl MasterLink {
             old.stop.store(true, Ordering::Release);
         }
         self.following.store(false, Ordering::Release);
-        self.loading.store(false, Ordering::Release);
     }
 
     /// At shutdown: stops the link and waits up to `wait` for its thread to end, so that the
@@ -249,7 +245,8 @@ impl MasterLink {
         self.loading.load(Ordering::Acquire)
     }
 
-    /// Sets or clears [`MasterLink::loading`] (the link's loader).
+    /// Sets or clears [`MasterLink::loading`]: the loader's alone (`replicaof::load`), which
+    /// runs to its end once it has begun, whatever happens to the link.
     pub fn set_loading(&self, on: bool) {
         self.loading.store(on, Ordering::Release);
     }

@@ -19,7 +19,7 @@ pub fn replicaof(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cmd
         return Err("ERR REPLICAOF not allowed in cluster mode.".into());
     }
     if is(&a[1], "no") && is(&a[2], "one") {
-        if sh.master_link.is_replica() {
+        if sh.master_link.following() {
             sh.master_link.stop();
             sh.params.write().insert("replicaof".into(), String::new());
             eprintln!("MASTER MODE enabled (REPLICAOF NO ONE)");

@@ -101,15 +101,7 @@ fn ack(wire: &mut Wire, offset: i64) -> Result<(), LinkError> {
 fn run(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     let cmd = commands::find(sh, &args[0]);
     let stripes = cmd.is_some_and(|c| commands::scripting::takes_stripes(c, args));
-    let pass = loop {
-        if !stripes {
-            break None;
-        }
-        if let Some(p) = sh.scripts.gate.enter() {
-            break Some(p);
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let pass = stripes.then(|| sh.scripts.gate.enter_waiting());
     commands::dispatch_found(sh, conn, cmd, args, out);
     drop(pass);
     // The writes' WAL sync is requested as any connection's (`appendfsync`); nothing waits

@@ -16,6 +16,8 @@ use crate::state::Shared;
 const POLL: Duration = Duration::from_millis(100);
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most one read takes.
+const READ_SIZE: usize = 64 * 1024;
 /// The most a reply line of the handshake may hold.
 const MAX_LINE: usize = 64 * 1024;
 
@@ -24,6 +26,8 @@ pub struct Wire {
     sock: TcpStream,
     /// What came and was not consumed yet.
     pub buf: Vec<u8>,
+    /// Where a read lands before it joins `buf` (allocated once).
+    scratch: Box<[u8]>,
     link: Arc<LinkState>,
     /// `repl-timeout`.
     timeout: Duration,
@@ -54,6 +58,7 @@ impl Wire {
                     return Ok(Wire {
                         sock,
                         buf: Vec::new(),
+                        scratch: vec![0; READ_SIZE].into_boxed_slice(),
                         link: link.clone(),
                         timeout: Duration::from_secs(secs),
                     });
@@ -83,13 +88,10 @@ impl Wire {
         if self.link.stopped() {
             return Err(LinkError::Stopped);
         }
-        let at = self.buf.len();
-        self.buf.resize(at + 64 * 1024, 0);
-        let got = self.sock.read(&mut self.buf[at..]);
-        self.buf.truncate(at + *got.as_ref().unwrap_or(&0));
-        match got {
+        match self.sock.read(&mut self.scratch) {
             Ok(0) => Err(LinkError::Failed("the master closed the connection".into())),
             Ok(n) => {
+                self.buf.extend_from_slice(&self.scratch[..n]);
                 self.link.heard();
                 Ok(n)
             }

@@ -96,6 +96,17 @@ impl Gate {
         Some(Pass(self))
     }
 
+    /// A pass, waiting while the gate is shut (a thread of its own, not a runtime worker: the
+    /// replication link's, `replicaof::stream`).
+    pub fn enter_waiting(&self) -> Pass<'_> {
+        let mut s = self.state.lock();
+        while s.shut {
+            self.changed.wait(&mut s);
+        }
+        s.passes += 1;
+        Pass(self)
+    }
+
     /// Whether a script holds the stripes (from before it counts as running to after).
     pub fn holding(&self) -> bool {
         self.holding.load(Ordering::Acquire)
@@ -305,6 +316,21 @@ mod tests {
         drop(first);
         second.join().unwrap();
         assert!(!gate.holding());
+        assert!(gate.enter().is_some());
+    }
+
+    #[test]
+    fn a_waiting_pass_comes_once_the_gate_opens() {
+        let gate = Arc::new(Gate::default());
+        let turn = gate.take_turn();
+        let waiter = {
+            let gate = gate.clone();
+            std::thread::spawn(move || drop(gate.enter_waiting()))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "the gate is shut");
+        drop(turn);
+        waiter.join().unwrap();
         assert!(gate.enter().is_some());
     }
 

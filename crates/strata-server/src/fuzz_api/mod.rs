@@ -22,6 +22,9 @@
 //! The numbers leave out offsets that Redis accepts and that would make a string of hundreds
 //! of megabytes (SETBIT at 2^32 - 1, SETRANGE at 512 MB - 1), so inputs stay fast.
 
+pub mod rdb_file;
+pub use rdb_file::rdb_file;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
