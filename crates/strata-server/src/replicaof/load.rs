@@ -67,10 +67,17 @@ pub fn check_file(
 
 /// The second pass of [`load_file`], over a file [`check_file`] read through.
 pub fn load_checked(sh: &Shared, path: &Path, checked: Checked) -> Result<Loaded, String> {
+    /// Clears LOADING however the load ends (a panic in it included: clients never wait
+    /// for a load that is gone).
+    struct Loading<'a>(&'a Shared);
+    impl Drop for Loading<'_> {
+        fn drop(&mut self) {
+            self.0.master_link.set_loading(false);
+        }
+    }
     sh.master_link.set_loading(true);
-    let loaded = replace(sh, path, checked);
-    sh.master_link.set_loading(false);
-    loaded
+    let _loading = Loading(sh);
+    replace(sh, path, checked)
 }
 
 /// [`load_checked`]'s writes.

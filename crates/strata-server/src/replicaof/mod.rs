@@ -102,7 +102,17 @@ fn follow(sh: &Weak<Shared>, link: &Arc<LinkState>) {
     while !link.stopped() {
         let Some(sh) = sh.upgrade() else { return };
         link.set_phase(Phase::Connecting);
-        let outcome = session(&sh, link);
+        // A panic in an attempt (a command of the stream, the load) is a failed attempt,
+        // said and retried: never a link that looks up and applies nothing.
+        let attempt = std::panic::AssertUnwindSafe(|| session(&sh, link));
+        let outcome = std::panic::catch_unwind(attempt).unwrap_or_else(|p| {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(LinkError::Failed(format!("the link's attempt panicked: {what}")))
+        });
         link.set_phase(Phase::Connect);
         match outcome {
             Ok(()) | Err(LinkError::Stopped) => {}
