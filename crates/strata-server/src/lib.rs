@@ -127,6 +127,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     commands::functions::restore(&sh)?;
     if let Some((path, checked)) = dump {
         let l = replicaof::load::load_checked(&sh, &path, checked)?;
+        replicaof::load::finish_import(&sh)?;
         println!(
             "imported {}: {} keys ({} expired left out), {} function libraries",
             path.display(),

@@ -104,24 +104,45 @@ fn replace(sh: &Shared, path: &Path, check: Checked) -> Result<Loaded, String> {
     Ok(loaded)
 }
 
+/// Stands in the data directory from before an import of a dump writes anything until the
+/// imported dataset is durable ([`finish_import`]): a start that finds it (the process died
+/// during the import) imports again, the load emptying the databases first.
+const IMPORTING: &str = "IMPORTING-DUMP";
+
 /// The Redis dump a starting server takes as its first dataset, checked: `dbfilename`
 /// (`dump.rdb`) in the data directory, when that directory holds no DB yet (no `CURRENT`:
-/// a DB that exists is newer than any dump beside it, and is kept) and the server is not in
-/// cluster mode. Called before the DB is made, so a dump that does not read stops the start
-/// and leaves the directory as it was.
+/// a DB that exists is newer than any dump beside it, and is kept) or holds one an import
+/// left unfinished ([`IMPORTING`]), and the server is not in cluster mode. Called before the
+/// DB is opened, so a dump that does not read stops the start and leaves the directory as it
+/// was; one that reads is marked as being imported before anything is written.
 pub fn dump_to_import(cfg: &crate::config::Config) -> Result<Option<(PathBuf, Checked)>, String> {
     let name = cfg.extra.get("dbfilename").map_or("dump.rdb", String::as_str);
     let path = cfg.dir.join(name);
     if cfg.cluster.enabled || !path.is_file() {
         return Ok(None);
     }
-    if cfg.dir.join("CURRENT").exists() {
+    let marker = cfg.dir.join(IMPORTING);
+    if cfg.dir.join("CURRENT").exists() && !marker.exists() {
         eprintln!("{} left as it is: the DB in {} is kept", path.display(), cfg.dir.display());
         return Ok(None);
     }
     let checked = check_file(&path, cfg.databases, None)
         .map_err(|e| format!("cannot import the Redis dump: {e}"))?;
+    let marked = File::create(&marker)
+        .and_then(|f| f.sync_all())
+        .and_then(|()| File::open(&cfg.dir)?.sync_all());
+    marked.map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
     Ok(Some((path, checked)))
+}
+
+/// After an import's load: the dataset made durable (SAVE's work), then the mark of an
+/// import in progress removed.
+pub fn finish_import(sh: &Shared) -> Result<(), String> {
+    sh.dbs.save().map_err(|e| format!("cannot make the imported dump durable: {e}"))?;
+    let marker = sh.config.dir.join(IMPORTING);
+    std::fs::remove_file(&marker)
+        .and_then(|()| File::open(&sh.config.dir)?.sync_all())
+        .map_err(|e| format!("cannot remove {}: {e}", marker.display()))
 }
 
 /// What the checking pass found: a file that reads through.
