@@ -24,17 +24,21 @@
 //!    [`pubsub`]: pub/sub's subscriptions and each subscriber's message queue; [`slowlog`]:
 //!    SLOWLOG's log of slow commands; [`latency`]: LATENCY's monitor and the commands'
 //!    latency histograms; [`pause`]: CLIENT PAUSE's state.
-//! 5. [`tracking`]: client-side caching's server half (CLIENT TRACKING): who tracks which
+//! 5. [`master_link`]: the state of this server's link to a Redis master (REPLICAOF), as
+//!    the commands read it.
+//! 6. [`tracking`]: client-side caching's server half (CLIENT TRACKING): who tracks which
 //!    keys, and the invalidations sent through the connections' queues (`pubsub`'s).
-//! 6. [`state`]: what commands run against: the state every connection shares, and one
+//! 7. [`state`]: what commands run against: the state every connection shares, and one
 //!    connection's; [`cluster`]: cluster mode's side of a node (partitions, the state machine
 //!    of their Raft groups, the store's replication and the router).
-//! 7. [`commands`]: the command table and the handlers. A handler parses its arguments,
+//! 8. [`commands`]: the command table and the handlers. A handler parses its arguments,
 //!    calls `types` and formats the reply; [`commands::errors`] maps a `TypeError` to Redis's
 //!    error text, in one place.
-//! 8. [`server`]: the listener, the connection loop and the background tasks; `fuzz_api`:
-//!    the `commands` fuzz target's body (command lines run through `commands::dispatch`).
-//! 9. `lib` ([`run`]) and `main` (the binary).
+//! 9. [`sync_source`]: the dataset sent as one RDB to a client that asked with SYNC.
+//! 10. [`server`]: the listener, the connection loop and the background tasks; `fuzz_api`:
+//!     the `commands` fuzz target's body (command lines run through `commands::dispatch`);
+//!     [`replicaof`]: the link to a Redis master, which runs the master's commands.
+//! 11. `lib` ([`run`]) and `main` (the binary).
 //!
 //! The data layers (`storage`, `types`) return errors, never reply texts, and do not use
 //! `resp`: the same test checks that.
@@ -60,6 +64,7 @@ pub mod slots;
 pub mod slowlog;
 pub mod state;
 pub mod storage;
+pub mod sync_source;
 pub mod tracking;
 pub mod types;
 

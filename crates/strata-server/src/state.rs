@@ -694,6 +694,37 @@ pub struct Conn {
     /// The replication link's client (`crate::replicaof`): the master's commands, which a
     /// read-only replica runs and which no memory limit refuses.
     pub master: bool,
+    /// What the client said of itself with REPLCONF, for a SYNC it sends.
+    pub replconf: ReplConf,
+    /// A SYNC or PSYNC this connection was granted: once the replies before it are out, the
+    /// connection carries the transfer (`crate::sync_source`) and then closes.
+    pub sync: Option<SyncRequest>,
+}
+
+/// What a client asking for the dataset said of itself with REPLCONF (`commands::replication`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplConf {
+    /// `rdb-only 1`: the RDB alone, no stream of writes after it (`redis-cli --rdb`).
+    pub rdb_only: bool,
+    /// `rdb-filter-only` was given: the RDB holds only what it names.
+    pub filtered: bool,
+    /// `rdb-filter-only functions`: the function libraries are in a filtered RDB.
+    pub functions: bool,
+    /// `capa eof`: it reads a transfer ended by a mark instead of a length.
+    pub eof: bool,
+    /// `listening-port`, as its replica would be listed.
+    pub listening_port: Option<i64>,
+}
+
+/// A transfer of the dataset a client asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncRequest {
+    /// PSYNC (answered `+FULLRESYNC` first) or SYNC.
+    pub psync: bool,
+    /// Whether the RDB holds the keys.
+    pub keys: bool,
+    /// Whether the RDB holds the function libraries.
+    pub functions: bool,
 }
 
 /// CLIENT REPLY's modes.
@@ -785,6 +816,8 @@ impl Conn {
             script_read: false,
             pushes: Vec::new(),
             master: false,
+            replconf: ReplConf::default(),
+            sync: None,
         }
     }
 }

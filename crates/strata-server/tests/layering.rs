@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["tracking"],
     &["state", "cluster"],
     &["commands"],
+    &["sync_source"],
     &["server", "fuzz_api", "replicaof"],
     // `bin`: the other binaries (`strata-cluster`), beside `main`.
     &["lib", "main", "bin"],

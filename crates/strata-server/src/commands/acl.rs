@@ -47,11 +47,8 @@ const REDIS_ONLY: &[&str] = &[
     "module|load",
     "module|loadex",
     "module|unload",
-    "psync",
-    "replconf",
     "restore-asking",
     "script|debug",
-    "sync",
 ];
 
 /// The commands as [`crate::acl`] sees them.

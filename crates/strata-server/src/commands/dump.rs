@@ -21,8 +21,9 @@ pub const BAD_VERSION_OR_CHECKSUM: &str = "ERR DUMP payload version or checksum 
 /// A payload whose body does not decode.
 pub const BAD_DATA: &str = "ERR Bad data format";
 
-/// The encodings DUMP writes, by the settings Redis would use for them.
-pub(super) fn encodings(sh: &Shared) -> Encodings {
+/// The encodings DUMP and an RDB of the dataset (`crate::sync_source`) write values in, by
+/// the settings Redis would use for them.
+pub fn encodings(sh: &Shared) -> Encodings {
     let d = Encodings::default();
     let params = sh.params.read();
     let get = |name: &str, default: i64| {

@@ -42,7 +42,7 @@ pub fn runs_inside_multi(name: &str) -> bool {
 /// Commands Redis refuses inside MULTI (its `no-multi` flag): the refusal dooms the
 /// transaction.
 pub fn refused_inside_multi(name: &str) -> bool {
-    matches!(name, "save" | "shutdown")
+    matches!(name, "save" | "shutdown" | "sync" | "psync")
 }
 
 /// Whether a command may read or write a database other than its connection's (or all of

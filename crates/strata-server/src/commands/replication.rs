@@ -1,5 +1,9 @@
 //! REPLICAOF (and its old name SLAVEOF): this server follows a Redis master
-//! (`crate::master_link`, the link in `crate::replicaof`), or stops following one.
+//! (`crate::master_link`, the link in `crate::replicaof`), or stops following one. And the
+//! other direction's first part: REPLCONF, then SYNC or PSYNC, which send the dataset as one
+//! RDB (`crate::sync_source`) to a client that asked for it alone (`REPLCONF rdb-only 1`, as
+//! `redis-cli --rdb` and `--functions-rdb` ask). A replica that wants the stream of writes
+//! after the RDB is refused: this server streams none (`docs/redis-compat.md`).
 //!
 //! As redis-server 7.0: NO ONE makes the server a master again, keeping its dataset; a
 //! master already followed is answered "Already connected to specified master"; a new one
@@ -8,10 +12,12 @@
 //! its Raft groups' (`docs/replication.md`).
 
 use super::args::is;
+use super::errors::{NOT_INT, SYNTAX};
 use super::CmdResult;
 use crate::master_link::{Followed, Target};
 use crate::resp::Out;
-use crate::state::{Conn, Shared};
+use crate::state::{Conn, Shared, SyncRequest};
+use crate::types::number::parse_int_strict;
 
 /// REPLICAOF host port | NO ONE
 pub fn replicaof(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
@@ -39,5 +45,110 @@ pub fn replicaof(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cmd
             out.ok();
         }
     }
+    Ok(())
+}
+
+/// REPLCONF option value [option value ...]: what a client about to SYNC says of itself,
+/// each pair taken as it is read (an error stops at its pair), as redis-server 7.0 takes
+/// them. `ack` and `getack` get no reply: this server has no replica (ACK's sender) and
+/// asks its master for nothing (GETACK is answered on the link, `crate::replicaof`).
+pub fn replconf(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+    if a.len().is_multiple_of(2) {
+        return Err(SYNTAX.into());
+    }
+    for pair in a[1..].chunks_exact(2) {
+        let (option, value) = (&pair[0], &pair[1]);
+        if is(option, "listening-port") {
+            c.replconf.listening_port = Some(parse_int_strict(value).ok_or(NOT_INT)?);
+        } else if is(option, "ip-address") {
+            // Redis's NET_HOST_STR_LEN.
+            if value.len() >= 46 {
+                return Err(format!(
+                    "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    value.len()
+                )
+                .into());
+            }
+        } else if is(option, "capa") {
+            // Capabilities not understood are ignored (psync2 changes nothing here).
+            if is(value, "eof") {
+                c.replconf.eof = true;
+            }
+        } else if is(option, "ack") || is(option, "getack") {
+            return Ok(());
+        } else if is(option, "rdb-only") {
+            match parse_int_strict(value) {
+                Some(v @ 0..=1) => c.replconf.rdb_only = v == 1,
+                Some(_) => return Err("ERR value is out of range, must be between 0 and 1".into()),
+                None => return Err(NOT_INT.into()),
+            }
+        } else if is(option, "rdb-filter-only") {
+            let Some(filters) = crate::resp::args::split_args(value) else {
+                return Err("ERR Missing rdb-filter-only values".into());
+            };
+            c.replconf.filtered = true;
+            c.replconf.functions = false;
+            for f in &filters {
+                if !is(f, "functions") {
+                    return Err(format!(
+                        "ERR Unsupported rdb-filter-only option: {}",
+                        String::from_utf8_lossy(f)
+                    )
+                    .into());
+                }
+                c.replconf.functions = true;
+            }
+        } else {
+            return Err(format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(option)
+            )
+            .into());
+        }
+    }
+    out.ok();
+    Ok(())
+}
+
+/// What a client asking for the RDB alone is told when it asks for the stream too.
+pub const NO_STREAM: &str = "ERR this server sends its dataset as an RDB only to a client \
+that asked for it alone (REPLCONF rdb-only 1, as redis-cli --rdb does): it streams no writes \
+to replicas";
+
+/// SYNC, and PSYNC replid offset: the dataset as one RDB, sent once the replies before it
+/// are out; the connection closes after it (`crate::sync_source`). Refused as redis-server
+/// refuses it (a replica whose link is down, a filtered RDB to a client that cannot read
+/// one ended by a mark, PSYNC FAILOVER to a master, a PSYNC offset that is no integer), in
+/// cluster mode (its nodes replicate through Raft), and to a client that wants the stream of
+/// writes after the RDB ([`NO_STREAM`]).
+pub fn sync(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdResult {
+    let psync = is(&a[0], "psync");
+    if psync && a.len() > 3 && is(&a[3], "failover") && !sh.master_link.following() {
+        return Err("ERR PSYNC FAILOVER can't be sent to a master.".into());
+    }
+    let link_down =
+        sh.master_link.current().is_some_and(|l| l.phase() != crate::master_link::Phase::Connected);
+    if link_down {
+        return Err("NOMASTERLINK Can't SYNC while not connected with my master".into());
+    }
+    if c.replconf.filtered && !c.replconf.eof {
+        return Err("ERR Filtered replica requires EOF capability".into());
+    }
+    if psync && parse_int_strict(&a[2]).is_none() {
+        return Err(NOT_INT.into());
+    }
+    if sh.router.is_some() {
+        return Err("ERR SYNC is not served in cluster mode: its nodes replicate through \
+Raft (docs/replication.md)"
+            .into());
+    }
+    if !c.replconf.rdb_only {
+        return Err(NO_STREAM.into());
+    }
+    let filtered = c.replconf.filtered;
+    c.sync =
+        Some(SyncRequest { psync, keys: !filtered, functions: !filtered || c.replconf.functions });
+    // No reply: the transfer is the answer, and the connection ends with it.
+    c.close = true;
     Ok(())
 }

@@ -702,6 +702,10 @@ async fn handle(
         }
         figures.set(Figure::OutSize, out.buf.capacity());
         if proto_err.is_some() || conn.close {
+            // A SYNC granted: the transfer follows the replies before it, then the end.
+            if let Some(req) = conn.sync.take().filter(|_| proto_err.is_none()) {
+                crate::sync_source::serve(&sh, &mut sock, id, req).await;
+            }
             break;
         }
         if figures.take_buffers_call() != state::BUFFERS_NONE {

@@ -36,6 +36,7 @@ pub mod overlay;
 pub mod pending;
 pub mod pop_hints;
 pub mod prehashed;
+pub mod snapshot_view;
 pub mod sync_group;
 
 use std::fmt;
@@ -647,6 +648,13 @@ impl Store {
     /// The metadata record of `key`, from the cache or else the engine (`None`: no record).
     pub fn read_meta(&self, key: &[u8]) -> strata::Result<Option<MetaRead>> {
         pending::settle_own();
+        // At a snapshot (`snapshot_view`): neither the overlay nor the cache, which hold
+        // the latest state; never cached (`cache_meta`).
+        if snapshot_view::active() {
+            return Ok(self
+                .read_meta_uncached(key)?
+                .map(|raw| MetaRead::Stored { raw, generation: 0 }));
+        }
         // Only inside EXEC; the key is built there, not on every read.
         if let Some(read) = overlay::with(|w| {
             let ro = ReadOptions::default();
@@ -667,7 +675,7 @@ impl Store {
     /// Caches `raw`, a record of `key` that [`Store::read_meta`] read from the engine with
     /// `generation` and its reader found sound.
     pub fn cache_meta(&self, key: &[u8], raw: Arc<Vec<u8>>, generation: u64) {
-        if overlay::active() {
+        if overlay::active() || snapshot_view::active() {
             return;
         }
         self.meta_cache.fill(self.space, key, raw, generation);
@@ -676,9 +684,8 @@ impl Store {
     /// The metadata record of `key` as the engine holds it now, past the cache: no snapshot,
     /// so a record written in one batch with other entries is seen as soon as they are.
     pub fn read_meta_uncached(&self, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
-        pending::settle_own();
         let k = meta_key(self.filing, key);
-        self.overlay_get(&self.meta_cf, &k).unwrap_or_else(|| self.db.get_cf(&*self.meta_cf, k))
+        self.get(&self.meta_cf, &k)
     }
 
     /// The metadata record stored under `stored` (a lead and a user key) as the engine holds
@@ -746,6 +753,10 @@ impl Store {
     /// Reads one entry of `cf`.
     pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> strata::Result<Option<Vec<u8>>> {
         pending::settle_own();
+        if let Some(snapshot) = snapshot_view::current() {
+            let ro = ReadOptions { snapshot: Some(snapshot), ..ReadOptions::default() };
+            return self.db.get_cf_opt(cf, key, &ro);
+        }
         self.overlay_get(cf, key).unwrap_or_else(|| self.db.get_cf(cf, key))
     }
 
@@ -758,8 +769,12 @@ impl Store {
         overlay::with(|w| w.get_from_batch_and_db_cf(&self.db, cf, key, &ReadOptions::default()))
     }
 
-    /// A cursor over `cf`, through this thread's overlay when it has one (EXEC).
+    /// A cursor over `cf`, through this thread's overlay when it has one (EXEC), or at its
+    /// snapshot (`snapshot_view`).
     fn raw_iter(&self, cf: &ColumnFamily, ro: &ReadOptions) -> strata::DbRawIterator {
+        if snapshot_view::active() {
+            return self.db.raw_iterator_cf_opt(cf, snapshot_view::apply(ro.clone()));
+        }
         let it = self.db.raw_iterator_cf_opt(cf, ro);
         match overlay::take() {
             Some(w) => {

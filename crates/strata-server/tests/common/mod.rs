@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_master;
+pub mod redis_peer;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -33,5 +33,6 @@ mod pubsub;
 mod replicaof;
 mod resp3;
 mod scripting;
+mod sync_source;
 mod tracking;
 mod transactions;

@@ -3,11 +3,11 @@
 //! command stream, GETACK), so every step is checked without another program; the last test
 //! follows a real redis-server when one is installed.
 
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::TcpListener;
+use std::process::Command;
 
 use crate::common::fake_master::{handshake, send_cmd, until_ack, wait_for, REPLID};
+use crate::common::redis_peer::{contents, redis_server};
 use crate::common::{info_field, Raw, Reply, Server};
 use strata_server::types::rdb::file::FileWriter;
 use strata_server::types::rdb::{Encodings, Value};
@@ -267,91 +267,6 @@ fn replicaof_arguments_are_checked_as_redis_checks_them() {
     assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
 }
 
-/// A redis-server child, killed when dropped.
-struct RedisServer {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn redis_server() -> Option<RedisServer> {
-    let dir = tempfile::tempdir().unwrap();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let r = RedisServer { child, port, _dir: dir };
-    let until = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some(r)
-}
-
-/// What the test compares on both servers: each key's type and contents.
-fn snapshot(c: &mut Raw, keys: &[&str]) -> Vec<Reply> {
-    keys.iter()
-        .map(|k| {
-            let t = match c.cmd(&["TYPE", k]) {
-                Reply::Simple(t) => t,
-                other => panic!("{other:?}"),
-            };
-            let body = match t.as_str() {
-                "string" => c.cmd(&["GET", k]),
-                "list" => c.cmd(&["LRANGE", k, "0", "-1"]),
-                "hash" => {
-                    let mut v = match c.cmd(&["HGETALL", k]) {
-                        Reply::Array(v) => v,
-                        other => panic!("{other:?}"),
-                    };
-                    let mut pairs: Vec<_> = v.chunks(2).map(|p| format!("{p:?}")).collect();
-                    pairs.sort();
-                    v.clear();
-                    Reply::Simple(pairs.join(","))
-                }
-                "set" => {
-                    let mut v = match c.cmd(&["SMEMBERS", k]) {
-                        Reply::Array(v) => {
-                            v.into_iter().map(|x| format!("{x:?}")).collect::<Vec<_>>()
-                        }
-                        other => panic!("{other:?}"),
-                    };
-                    v.sort();
-                    Reply::Simple(v.join(","))
-                }
-                "zset" => c.cmd(&["ZRANGE", k, "0", "-1", "WITHSCORES"]),
-                "stream" => c.cmd(&["XRANGE", k, "-", "+"]),
-                "none" => Reply::Null,
-                other => panic!("type {other}"),
-            };
-            let ttl = c.cmd(&["PEXPIRETIME", k]);
-            Reply::Array(vec![Reply::Simple(t), body, ttl])
-        })
-        .collect()
-}
-
 #[test]
 fn a_replica_follows_a_real_redis_server() {
     let Some(redis) = redis_server() else {
@@ -411,7 +326,7 @@ fn a_replica_follows_a_real_redis_server() {
         "s", "n", "long", "h", "l", "ints", "strs", "z", "st", "ttl", "bighash", "biglist", "bigz",
         "f",
     ];
-    assert_eq!(snapshot(&mut c, &keys), snapshot(&mut r, &keys));
+    assert_eq!(contents(&mut c, &keys), contents(&mut r, &keys));
     assert_eq!(c.cmd(&["SELECT", "5"]), ok());
     assert_eq!(c.cmd(&["GET", "in5"]), Reply::bulk("five!"));
     // The master sees its replica.

@@ -1,0 +1,175 @@
+//! The dataset as one RDB file, as of one moment (what SYNC sends): every database's live
+//! keys with their expiry times, and the function libraries, in the format
+//! `types::rdb::file` draws (redis-server 7.0 loads it).
+//!
+//! The moment is an engine snapshot taken while the databases' map is pinned (so SWAPDB
+//! cannot move a database between the snapshot and the stores read): every command's write
+//! is one batch, so the file holds each command's effect whole or not at all, and the
+//! connections go on writing while it is written (`storage::snapshot_view`). A key whose time
+//! is up at that moment is left out, as Redis leaves it out of the RDB it saves. The reads
+//! count as no use of the keys (OBJECT IDLETIME, LFU counters) and fill no cache.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::state::Shared;
+use crate::storage::{access, snapshot_view, Store};
+use crate::types::keyspace::{now_ms, Keyspace};
+use crate::types::metadata::Meta;
+use crate::types::rdb::file::FileWriter;
+use crate::types::rdb::key::read_of;
+
+/// What the file holds (REPLCONF rdb-filter-only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contents {
+    /// The databases' keys.
+    pub keys: bool,
+    /// The function libraries.
+    pub functions: bool,
+}
+
+impl Contents {
+    /// Everything: the keys and the functions.
+    pub const ALL: Contents = Contents { keys: true, functions: true };
+}
+
+/// What was written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Keys written (of every database).
+    pub keys: u64,
+    /// Function libraries written.
+    pub libraries: u64,
+}
+
+/// Why the file was not written whole.
+#[derive(Debug)]
+pub enum DatasetError {
+    /// Writing to the destination failed.
+    Io(std::io::Error),
+    /// A key's records could not be read (which database and key, and the cause).
+    Read { db: usize, key: Vec<u8>, cause: String },
+    /// `stop` was set while it was being written (its reader left).
+    Stopped,
+}
+
+impl std::fmt::Display for DatasetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatasetError::Io(e) => write!(f, "writing the RDB: {e}"),
+            DatasetError::Read { db, key, cause } => {
+                write!(f, "reading key \"{}\" of database {db}: {cause}", key.escape_ascii())
+            }
+            DatasetError::Stopped => f.write_str("stopped: the transfer's reader left"),
+        }
+    }
+}
+
+impl From<std::io::Error> for DatasetError {
+    fn from(e: std::io::Error) -> Self {
+        DatasetError::Io(e)
+    }
+}
+
+/// Writes `what` of the dataset as of now to `w` (give it a buffered writer) and returns
+/// the writer with what was written; stops with [`DatasetError::Stopped`] between keys once
+/// `stop` is set.
+pub fn write<W: Write>(
+    sh: &Shared,
+    w: W,
+    what: Contents,
+    stop: &AtomicBool,
+) -> Result<(W, Written), DatasetError> {
+    let (snapshot, stores, libraries) = {
+        let _pin = sh.dbs.pin(false);
+        let snapshot = sh.engine().db.snapshot();
+        let stores: Vec<Option<Arc<Store>>> = (0..sh.config.databases)
+            .map(|db| sh.dbs.store_of_set(sh.dbs.set_of(db)).cloned())
+            .collect();
+        (snapshot, stores, sh.scripts.libraries())
+    };
+    let now = now_ms();
+    let ctime = (now / 1000).to_string();
+    let aux: [(&str, &[u8]); 4] = [
+        ("redis-ver", crate::config::REDIS_VERSION.as_bytes()),
+        ("redis-bits", b"64"),
+        ("ctime", ctime.as_bytes()),
+        ("aof-base", b"0"),
+    ];
+    let mut file = FileWriter::new(w, &aux)?;
+    let mut written = Written::default();
+    if what.functions {
+        for lib in &libraries {
+            file.function(&lib.code)?;
+            written.libraries += 1;
+        }
+    }
+    if what.keys {
+        let enc = crate::commands::dump::encodings(sh);
+        snapshot_view::reading_at(snapshot.handle(), || {
+            access::untouched(|| -> Result<(), DatasetError> {
+                for (db, store) in stores.iter().enumerate() {
+                    let Some(store) = store else { continue };
+                    // No notifier, and expired keys left in place: the walk writes nothing.
+                    let ks = Keyspace::new(store, &sh.hash_limits, now)
+                        .with_stream_nodes(&sh.stream_nodes)
+                        .holding_expiry(true)
+                        .in_db(db);
+                    let mut selected = false;
+                    let mut failed = None;
+                    let walked = store.scan_meta(b"", |_, key, raw| {
+                        if stop.load(Ordering::Relaxed) {
+                            failed = Some(DatasetError::Stopped);
+                            return false;
+                        }
+                        let bad =
+                            |cause: String| DatasetError::Read { db, key: key.to_vec(), cause };
+                        let m = match Meta::decode(raw) {
+                            Ok(m) => m,
+                            Err(e) => {
+                                failed = Some(bad(format!("metadata record: {e}")));
+                                return false;
+                            }
+                        };
+                        if m.expired(now) {
+                            return true;
+                        }
+                        let expire = (m.expire_ms != 0).then_some(m.expire_ms);
+                        let value = match read_of(&ks, key, m) {
+                            Ok(v) => v,
+                            Err(e) => {
+                                failed = Some(bad(e.to_string()));
+                                return false;
+                            }
+                        };
+                        let put = (|| {
+                            if !selected {
+                                // The counts are sizing hints: a loader grows past them.
+                                file.select_db(db as u64, 0, 0)?;
+                                selected = true;
+                            }
+                            file.key(key, &value, expire, &enc)
+                        })();
+                        if let Err(e) = put {
+                            failed = Some(DatasetError::Io(e));
+                            return false;
+                        }
+                        written.keys += 1;
+                        true
+                    });
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                    walked.map_err(|e| DatasetError::Read {
+                        db,
+                        key: Vec::new(),
+                        cause: format!("walking the keys: {e}"),
+                    })?;
+                }
+                Ok(())
+            })
+        })?;
+    }
+    Ok((file.finish()?, written))
+}
