@@ -89,14 +89,19 @@ fn replace(sh: &Shared, path: &Path, check: Checked) -> Result<Loaded, String> {
     crate::commands::functions::replace_all(sh, &check.libraries)?;
     let ensure = |db: usize| sh.dbs.ensure(db).map_err(|e| format!("database {db}: {e}"));
     read(path, sh.config.databases, None, ensure, |db, rec| {
-        let Record::Key { key, value, expire_ms, .. } = rec else { return Ok(()) };
+        let Record::Key { key, value, expire_ms, idle_secs, freq } = rec else { return Ok(()) };
         // An expiry time of 0 is a time long past, not "none" (RESTORE's 0).
         let at = expire_ms.map_or(0, |t| t.max(1));
-        let restored = key::restore(&sh.keyspace(db), &key, &value, at, true)
+        let ks = sh.keyspace(db);
+        let restored = key::restore(&ks, &key, &value, at, true)
             .map_err(|e| format!("cannot write key {:?}: {e}", String::from_utf8_lossy(&key)))?;
         match restored {
             key::Restored::Expired(_) => loaded.expired += 1,
-            _ => loaded.keys += 1,
+            _ => {
+                // OBJECT IDLETIME / FREQ as the master's file says (RESTORE's rule).
+                crate::commands::dump::set_use(&ks, &key, idle_secs, freq);
+                loaded.keys += 1;
+            }
         }
         Ok(())
     })?;

@@ -7,7 +7,9 @@
 //! is one batch, so the file holds each command's effect whole or not at all, and the
 //! connections go on writing while it is written (`storage::snapshot_view`). A key whose time
 //! is up at that moment is left out, as Redis leaves it out of the RDB it saves. The reads
-//! count as no use of the keys (OBJECT IDLETIME, LFU counters) and fill no cache.
+//! count as no use of the keys (OBJECT IDLETIME, LFU counters) and fill no cache; each
+//! key's last use is written as Redis writes it by `maxmemory-policy` (IDLE under an LRU
+//! policy, FREQ under an LFU one).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +19,7 @@ use crate::state::Shared;
 use crate::storage::{access, snapshot_view, Store};
 use crate::types::keyspace::{now_ms, Keyspace};
 use crate::types::metadata::Meta;
-use crate::types::rdb::file::FileWriter;
+use crate::types::rdb::file::{FileWriter, Used};
 use crate::types::rdb::key::read_of;
 
 /// What the file holds (REPLCONF rdb-filter-only).
@@ -107,6 +109,7 @@ pub fn write<W: Write>(
     }
     if what.keys {
         let enc = crate::commands::dump::encodings(sh);
+        let used = recorded_use(sh);
         snapshot_view::reading_at(snapshot.handle(), || {
             access::untouched(|| -> Result<(), DatasetError> {
                 for (db, store) in stores.iter().enumerate() {
@@ -149,7 +152,7 @@ pub fn write<W: Write>(
                                 file.select_db(db as u64, 0, 0)?;
                                 selected = true;
                             }
-                            file.key(key, &value, expire, &enc)
+                            file.key_used(key, &value, expire, used(store, key), &enc)
                         })();
                         if let Err(e) = put {
                             failed = Some(DatasetError::Io(e));
@@ -172,4 +175,15 @@ pub fn write<W: Write>(
         })?;
     }
     Ok((file.finish()?, written))
+}
+
+/// What the file records of each key's last use, by `maxmemory-policy`, as Redis saves it:
+/// the idle time under an LRU policy, the LFU counter under an LFU one, nothing otherwise.
+fn recorded_use(sh: &Shared) -> impl Fn(&Store, &[u8]) -> Used {
+    let policy = sh.params.read().get("maxmemory-policy").cloned().unwrap_or_default();
+    let (lru, lfu) = (policy.ends_with("-lru"), policy.ends_with("-lfu"));
+    move |st: &Store, key: &[u8]| Used {
+        idle_secs: lru.then(|| st.meta_cache.idle_secs(st.space, key)),
+        freq: lfu.then(|| st.frequencies.of(st.space, key)),
+    }
 }

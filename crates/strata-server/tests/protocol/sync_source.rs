@@ -371,3 +371,63 @@ fn redis_server_loads_what_redis_cli_rdb_fetched() {
     assert_eq!(r.cmd(&["GET", "in5"]), Reply::bulk("five"));
     assert_eq!(r.cmd(&["FCALL", "one", "0"]), Reply::Int(1));
 }
+
+/// Each key's last use travels in the RDB as Redis writes it (IDLE under an LRU policy,
+/// FREQ under an LFU one) and is taken back by a server that starts from that file.
+#[test]
+fn a_keys_last_use_travels_in_the_rdb_by_the_eviction_policy() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let payload = match c.cmd(&["DUMP", "nothing"]) {
+        Reply::Null => {
+            assert_eq!(c.cmd(&["SET", "src", "v"]), ok());
+            match c.cmd(&["DUMP", "src"]) {
+                Reply::Bulk(b) => b,
+                other => panic!("{other:?}"),
+            }
+        }
+        other => panic!("{other:?}"),
+    };
+    let restore = |c: &mut Raw, key: &str, how: &str, n: &str| {
+        let line: Vec<&[u8]> =
+            vec![b"RESTORE", key.as_bytes(), b"0", &payload, how.as_bytes(), n.as_bytes()];
+        c.send_raw(&Raw::encode(&line));
+        assert_eq!(c.read(), ok());
+    };
+    let used = |rdb: &[u8], key: &str| {
+        let mut r = FileReader::new(rdb, "transfer", Some(rdb.len() as u64)).unwrap();
+        while let Some(rec) = r.next_record().unwrap() {
+            if let Record::Key { key: k, idle_secs, freq, .. } = rec {
+                if k == key.as_bytes() {
+                    return (idle_secs, freq);
+                }
+            }
+        }
+        panic!("{key} not in the file");
+    };
+    // No eviction policy: nothing recorded.
+    restore(&mut c, "idle", "IDLETIME", "1000");
+    let rdb = transfer(s.port, &[&["rdb-only", "1"]], &["SYNC"]).1;
+    assert_eq!(used(&rdb, "idle"), (None, None));
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]), ok());
+    let rdb = transfer(s.port, &[&["rdb-only", "1"]], &["SYNC"]).1;
+    let (idle, freq) = used(&rdb, "idle");
+    assert!(idle.is_some_and(|s| (1000..1100).contains(&s)), "{idle:?}");
+    assert_eq!(freq, None);
+    // A server that starts from that file under an LRU policy keeps the idle time.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("dump.rdb"), &rdb).unwrap();
+    let conf = dir.path().join("lru.conf");
+    std::fs::write(&conf, "maxmemory-policy allkeys-lru\n").unwrap();
+    let b = Server::start_in(dir.path(), &[conf.to_str().unwrap()]);
+    let mut bc = b.raw();
+    match bc.cmd(&["OBJECT", "IDLETIME", "idle"]) {
+        Reply::Int(n) => assert!((1000..1100).contains(&n), "{n}"),
+        other => panic!("{other:?}"),
+    }
+    // Under an LFU policy: the counter.
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]), ok());
+    restore(&mut c, "hot", "FREQ", "77");
+    let rdb = transfer(s.port, &[&["rdb-only", "1"]], &["SYNC"]).1;
+    assert_eq!(used(&rdb, "hot"), (None, Some(77)));
+}

@@ -32,8 +32,8 @@
 //!   0xFF EOF           then the checksum
 //!
 //!  as Redis 7.0 writes one: header | AUX* | FUNCTION2* | (SELECTDB | RESIZEDB | ([0xFC
-//!  time] [0xF8 idle | 0xF9 freq] key)*)* | 0xFF | CRC64; the writer here writes no
-//!  IDLE or FREQ
+//!  time] [0xF8 idle | 0xF9 freq] key)*)* | 0xFF | CRC64; the writer here writes IDLE or
+//!  FREQ when its caller gives them (`FileWriter::key_used`)
 //! ```
 //!
 //! An object has no length before it: the reader keeps a window of the file and learns how
@@ -474,6 +474,15 @@ fn shown(name: &[u8]) -> String {
     format!("\"{}\"{more}", cut.escape_ascii())
 }
 
+/// A key's last use as an RDB file records it (IDLE, FREQ).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Used {
+    /// Seconds since the last use (LRU).
+    pub idle_secs: Option<u64>,
+    /// The LFU counter.
+    pub freq: Option<u8>,
+}
+
 /// Writes an RDB file that redis-server 7.0 loads, record by record, to `W` (give it a
 /// buffered writer: records are written in several small pieces).
 pub struct FileWriter<W: Write> {
@@ -518,6 +527,20 @@ impl<W: Write> FileWriter<W> {
         expire_ms: Option<u64>,
         enc: &Encodings,
     ) -> io::Result<()> {
+        self.key_used(key, value, expire_ms, Used::default(), enc)
+    }
+
+    /// [`FileWriter::key`] with the key's last use: IDLE (seconds idle, under an LRU
+    /// policy) or FREQ (the LFU counter), as Redis writes one of them by its
+    /// `maxmemory-policy`.
+    pub fn key_used(
+        &mut self,
+        key: &[u8],
+        value: &Value,
+        expire_ms: Option<u64>,
+        used: Used,
+        enc: &Encodings,
+    ) -> io::Result<()> {
         let object = writer::encode(value, enc);
         let Some((&t, body)) = object.split_first() else {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "an object without a type"));
@@ -525,6 +548,14 @@ impl<W: Write> FileWriter<W> {
         if let Some(ms) = expire_ms {
             self.scratch.push(opcodes::EXPIRETIME_MS);
             self.scratch.extend_from_slice(&ms.to_le_bytes());
+        }
+        if let Some(secs) = used.idle_secs {
+            self.scratch.push(opcodes::IDLE);
+            put_len(&mut self.scratch, secs);
+        }
+        if let Some(freq) = used.freq {
+            self.scratch.push(opcodes::FREQ);
+            self.scratch.push(freq);
         }
         self.scratch.push(t);
         put_string(&mut self.scratch, key);

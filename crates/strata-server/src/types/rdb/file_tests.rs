@@ -269,6 +269,10 @@ fn the_writer_writes_what_its_drawing_says() {
     let mut w = FileWriter::new(Vec::new(), &[("a", b"1")]).unwrap();
     w.select_db(3, 1, 1).unwrap();
     w.key(b"k", &Value::String(s("v")), Some(0x0102), &Encodings::default()).unwrap();
+    let idle = Used { idle_secs: Some(7), freq: None };
+    w.key_used(b"i", &Value::String(s("w")), None, idle, &Encodings::default()).unwrap();
+    let freq = Used { idle_secs: None, freq: Some(200) };
+    w.key_used(b"f", &Value::String(s("x")), None, freq, &Encodings::default()).unwrap();
     w.function(b"f").unwrap();
     let bytes = w.finish().unwrap();
     let body: &[u8] = &[
@@ -276,12 +280,23 @@ fn the_writer_writes_what_its_drawing_says() {
         0xfa, 1, b'a', 0xc0, 1, // AUX "a" = 1, integer-encoded
         0xfe, 3, 0xfb, 1, 1, // SELECTDB 3, RESIZEDB 1 1
         0xfc, 2, 1, 0, 0, 0, 0, 0, 0, 0, 1, b'k', 1, b'v', // expiry, type 0, key, value
+        0xf8, 7, 0, 1, b'i', 1, b'w', // IDLE 7 seconds, then the key
+        0xf9, 200, 0, 1, b'f', 1, b'x', // FREQ 200, then the key
         0xf5, 1, b'f', // FUNCTION2
         0xff,
     ];
     assert_eq!(&bytes[..body.len()], body);
     assert_eq!(bytes[body.len()..], crc64::crc64(body).to_le_bytes());
     assert_eq!(bytes.len(), body.len() + 8);
+    let records = read_every_way(&bytes);
+    let used: Vec<(Option<u64>, Option<u8>)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Key { idle_secs, freq, .. } => Some((*idle_secs, *freq)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(used, vec![(None, None), (Some(7), None), (None, Some(200))]);
 }
 
 /// The values `testdata/README.md`'s commands load, by database and key, with their expiry.
