@@ -150,6 +150,9 @@ impl LinkState {
 pub trait Driver: Send + Sync {
     /// Starts following `link.target` until `link` is stopped.
     fn start(&self, link: Arc<LinkState>) -> std::io::Result<()>;
+    /// The server now follows a master (`true`) or is a master (`false`): what the store
+    /// does with keys whose time is up changes with it (`storage::Engine::expired_kept`).
+    fn following(&self, on: bool);
 }
 
 /// The replica side of this server (module doc).
@@ -212,10 +215,12 @@ impl MasterLink {
         if let Err(e) = driver.start(link.clone()) {
             // The old link is stopped and no new one runs: a master now.
             self.following.store(false, Ordering::Release);
+            driver.following(false);
             return Err(format!("ERR cannot start the replication link: {e}"));
         }
         *cur = Some(link);
         self.following.store(true, Ordering::Release);
+        driver.following(true);
         Ok(Followed::Started)
     }
 
@@ -226,6 +231,9 @@ impl MasterLink {
             old.stop.store(true, Ordering::Release);
         }
         self.following.store(false, Ordering::Release);
+        if let Some(driver) = self.driver.get() {
+            driver.following(false);
+        }
     }
 
     /// At shutdown: stops the link and waits up to `wait` for its thread to end, so that the

@@ -25,15 +25,16 @@ use crate::types::rdb::key;
 pub struct Loaded {
     /// Keys written.
     pub keys: u64,
-    /// Keys left out: their expiry time had passed.
+    /// Keys left out: their expiry time had passed (a dump at start; a full sync keeps them).
     pub expired: u64,
     /// Function libraries loaded.
     pub libraries: usize,
 }
 
-/// Loads a full sync's file.
+/// Loads a full sync's file: every key of it, one whose time is up included (the master
+/// deletes it with a DEL of its own: `types::keyspace::as_master`).
 pub fn load_synced(sh: &Shared, link: &Arc<LinkState>, file: &Received) -> Result<(), LinkError> {
-    let loaded = load_file(sh, file.path(), Some(link));
+    let loaded = crate::types::keyspace::as_master(|| load_file(sh, file.path(), Some(link)));
     if link.stopped() {
         return Err(LinkError::Stopped);
     }

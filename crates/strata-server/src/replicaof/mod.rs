@@ -66,6 +66,12 @@ impl Driver for Threads {
         let name = format!("strata-replica-{}:{}", link.target.host, link.target.port);
         std::thread::Builder::new().name(name).spawn(move || follow(&sh, &link)).map(drop)
     }
+
+    fn following(&self, on: bool) {
+        if let Some(sh) = self.sh.upgrade() {
+            sh.engine().expired_kept.store(on, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
 }
 
 /// Installs the link's driver in `sh` (once, at start), and starts following the master a

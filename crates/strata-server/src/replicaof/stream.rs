@@ -102,7 +102,9 @@ fn run(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     let cmd = commands::find(sh, &args[0]);
     let stripes = cmd.is_some_and(|c| commands::scripting::takes_stripes(c, args));
     let pass = stripes.then(|| sh.scripts.gate.enter_waiting());
-    commands::dispatch_found(sh, conn, cmd, args, out);
+    // The master's view of its keys: one whose time is up here is still there for its
+    // commands until its DEL comes (`types::keyspace::as_master`).
+    crate::types::keyspace::as_master(|| commands::dispatch_found(sh, conn, cmd, args, out));
     drop(pass);
     // The writes' WAL sync is requested as any connection's (`appendfsync`); nothing waits
     // for it, as no reply goes out.

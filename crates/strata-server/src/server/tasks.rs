@@ -125,14 +125,21 @@ fn walk_round(
     }
 }
 
+/// Whether active expiry deletes nothing now: while CLIENT PAUSE holds the clients (Redis's
+/// rule: a pause is what a failover stands on, and an expiry is a write), and while the
+/// server follows a master, whose DELs remove its keys (`storage::Engine::expired_kept`).
+fn expiry_held(sh: &Shared) -> bool {
+    sh.pause.current().is_some() || sh.engine().expired_kept.load(Ordering::Relaxed)
+}
+
 /// One slice of a round, from `from`: the database it walked, what it did, and whether that
-/// database is the last one with keys' families; `None` while CLIENT PAUSE holds the clients
-/// (Redis's rule: a pause is what a failover stands on, and an expiry is a write).
+/// database is the last one with keys' families; `None` while expiry is held
+/// ([`expiry_held`]).
 fn expire_slice_at(
     sh: &Shared,
     from: &ExpiryPoint,
 ) -> crate::types::Result<Option<(usize, Slice, bool)>> {
-    if sh.pause.current().is_some() {
+    if expiry_held(sh) {
         return Ok(None);
     }
     let (db, from) = (from.0, from.1.as_slice());
@@ -285,7 +292,7 @@ pub fn expire_due(sh: &Shared, effort: &ExpiryEffort) -> crate::types::Result<Du
     let started = std::time::Instant::now();
     let mut pass = DuePass::default();
     let mut r = Ok(());
-    while sh.pause.current().is_none() {
+    while !expiry_held(sh) {
         let _pin = sh.dbs.pin(false);
         let due = sh.engine().due.take_due(crate::types::keyspace::now_ms(), EXPIRE_SLICE);
         if due.is_empty() {

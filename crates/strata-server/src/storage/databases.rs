@@ -305,6 +305,7 @@ impl Databases {
             due: super::due::DueIndex::default(),
             scan_steps: AtomicU64::new(0),
             field_deltas: AtomicU64::new(0),
+            expired_kept: std::sync::atomic::AtomicBool::new(false),
             replicate: OnceLock::new(),
             meta_merges: meta_merge.is_some(),
             layout_rank: std::sync::atomic::AtomicU8::new(layout_rank),

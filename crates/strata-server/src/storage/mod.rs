@@ -338,6 +338,12 @@ pub struct Engine {
     /// Metadata writes made as merge operands (INFO `strata_field_deltas`;
     /// [`Store::merge_meta`]).
     pub field_deltas: AtomicU64,
+    /// Set while the server follows a master (REPLICAOF): a key whose time is up stays
+    /// stored, every record of it, until the master's DEL, as on a redis-server replica (the
+    /// master's commands may still find it: `types::keyspace::as_master`). Clients' reads see
+    /// it absent; active expiry deletes nothing, nor does a read, and the compaction filter
+    /// keeps its sub-keys.
+    pub expired_kept: AtomicBool,
     /// Set in cluster mode: writes go through it instead of straight to the engine.
     replicate: OnceLock<Arc<dyn Replicate>>,
     /// Whether the metadata families have a merge operator (`Store::merge_meta`).

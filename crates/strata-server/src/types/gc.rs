@@ -27,7 +27,9 @@ pub fn is_stale(store: &Store, sub: &[u8]) -> bool {
         Ok(None) => true,
         Ok(Some(raw)) => match Meta::decode(&raw) {
             Ok(m) => {
-                m.version != version || m.kind == Kind::String || m.compact || m.expired(now_ms())
+                let expired = m.expired(now_ms())
+                    && !store.expired_kept.load(std::sync::atomic::Ordering::Relaxed);
+                m.version != version || m.kind == Kind::String || m.compact || expired
             }
             Err(_) => false,
         },

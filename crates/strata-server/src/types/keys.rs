@@ -99,11 +99,13 @@ pub fn expire(ks: &Keyspace, key: &[u8], at_ms: i64, cond: ExpireIf) -> Result<b
         return Ok(false);
     }
     let mut b = WriteBatch::new();
-    let deleted = at_ms <= ks.now_ms as i64;
+    // A replica running its master's command keeps the key with its time up until the
+    // master's DEL (`keyspace::as_master`), as redis-server's replica does.
+    let deleted = at_ms <= ks.now_ms as i64 && !super::keyspace::as_master_now();
     if deleted {
         ks.delete_meta(&mut b, key);
     } else {
-        m.expire_ms = at_ms as u64;
+        m.expire_ms = at_ms.max(1) as u64;
         ks.put_meta(&mut b, key, &m);
     }
     ks.write(b)?;

@@ -59,6 +59,37 @@ pub fn delete_expired<K: AsRef<[u8]>>(
 }
 
 thread_local! {
+    /// Set on this thread while [`as_master`] runs.
+    static AS_MASTER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this thread's lookups finding keys whose time is up as live: a replica
+/// running its master's commands (and loading its master's dataset), which apply to the
+/// keys the master has, whatever the replica's clock says; the master deletes a key whose
+/// time is up with a DEL of its own (Redis's rule for a replica's master client).
+pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            AS_MASTER.with(|m| m.set(self.0));
+        }
+    }
+    let _restore = Restore(AS_MASTER.with(|m| m.replace(true)));
+    f()
+}
+
+/// Whether this thread runs inside [`as_master`].
+pub fn as_master_now() -> bool {
+    AS_MASTER.with(std::cell::Cell::get)
+}
+
+/// Whether an expiry time `expire_ms` (0: none) is past at `now_ms` for this thread's
+/// lookups (never inside [`as_master`]).
+pub fn past(expire_ms: u64, now_ms: u64) -> bool {
+    expire_ms != 0 && expire_ms <= now_ms && !as_master_now()
+}
+
+thread_local! {
     /// The time [`now_ms`] gives on this thread while [`with_time_held`] runs.
     static HELD_MS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
@@ -212,7 +243,7 @@ impl<'a> Keyspace<'a> {
                 m
             }
         };
-        if m.expired(self.now_ms) {
+        if m.expired(self.now_ms) && !as_master_now() {
             self.expire_on_access(key);
             return Ok(None);
         }
@@ -228,7 +259,11 @@ impl<'a> Keyspace<'a> {
     /// could wait out of order.
     #[cold]
     fn expire_on_access(&self, key: &[u8]) {
-        if self.expiry_held || self.store.is_replicated() || self.store.meta_cache.noting() {
+        if self.expiry_held
+            || self.store.is_replicated()
+            || self.store.meta_cache.noting()
+            || self.store.expired_kept.load(std::sync::atomic::Ordering::Relaxed)
+        {
             return;
         }
         let Some(_g) = self.store.locks.lock_if_in_order(key) else { return };

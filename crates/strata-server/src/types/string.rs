@@ -295,7 +295,7 @@ pub fn get_ex(ks: &Keyspace, key: &[u8], change: ExpiryChange) -> Result<Option<
                 ks.notify(GENERIC, "persist", key);
             }
         }
-        ExpiryChange::At(at) if at <= ks.now_ms => {
+        ExpiryChange::At(at) if super::keyspace::past(at, ks.now_ms) => {
             let mut b = WriteBatch::new();
             ks.delete_meta(&mut b, key);
             ks.write(b)?;

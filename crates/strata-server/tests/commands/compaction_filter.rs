@@ -93,3 +93,33 @@ fn a_deleted_streams_records_are_collected() {
     assert_eq!(run_ok(&sh, &["XLEN", "kept"]), b":3\r\n");
     st.close().unwrap();
 }
+
+/// While the server follows a master (`expired_kept`), the sub-keys of a key whose time is
+/// up stay: the master's commands may still use the key until its DEL. A master again, the
+/// store collects them.
+#[test]
+fn an_expired_keys_subkeys_stay_while_a_replica_keeps_it_for_its_master() {
+    use std::sync::atomic::Ordering;
+    let tmp = tempfile::tempdir().unwrap();
+    let sh = in_process(tmp.path());
+    for i in 0..500 {
+        run_ok(&sh, &["HSET", "big", &format!("f{i}"), "value"]);
+    }
+    let st = sh.dbs.store(0);
+    st.db.flush_cf(&*st.sub_cf).unwrap();
+    sh.engine().expired_kept.store(true, Ordering::Relaxed);
+    run_ok(&sh, &["PEXPIRE", "big", "1"]);
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    let compact = || {
+        for cf in [&st.meta_cf, &st.sub_cf] {
+            st.db.flush_cf(&**cf).unwrap();
+            st.db.compact_range_cf(&**cf, None::<&[u8]>, None::<&[u8]>).unwrap();
+        }
+    };
+    compact();
+    assert_eq!(count(&sh, &st.sub_cf), 500, "kept for the master");
+    sh.engine().expired_kept.store(false, Ordering::Relaxed);
+    compact();
+    assert_eq!(count(&sh, &st.sub_cf), 0, "collected once the key is no one's");
+    st.close().unwrap();
+}

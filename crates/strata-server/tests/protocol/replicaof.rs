@@ -5,6 +5,7 @@
 
 use std::net::TcpListener;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::common::fake_master::{handshake, send_cmd, until_ack, wait_for, REPLID};
 use crate::common::redis_peer::{contents, redis_server};
@@ -440,4 +441,68 @@ fn a_dump_that_does_not_read_stops_the_start_and_leaves_the_directory() {
         "{err}"
     );
     assert!(!dir.path().join("CURRENT").exists(), "no DB was made");
+}
+
+/// A replica keeps a key whose time is up (on its clock) for its master, as a redis-server
+/// replica does: clients read it as absent, but neither active expiry nor a read removes it
+/// (nor compaction: `commands::compaction_filter`), and the master's commands find it (here a PERSIST that reached
+/// the replica after the key's time), until the master's own DEL. A full sync keeps such
+/// keys too. Once the server is a master again, its expiry removes them.
+#[test]
+fn a_replica_keeps_keys_whose_time_is_up_for_its_masters_commands() {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mport = fake.local_addr().unwrap().port();
+    let s = Server::start(&["--hash-max-listpack-entries", "0"]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
+    let (mut m, _) = handshake(&fake, s.port);
+    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
+    let enc = Encodings::default();
+    let mut w = FileWriter::new(Vec::new(), &[("redis-ver", b"7.0.15".as_slice())]).unwrap();
+    w.select_db(0, 1, 1).unwrap();
+    w.key(b"past", &Value::String(b"kept".to_vec()), Some(1000), &enc).unwrap();
+    let rdb = w.finish().unwrap();
+    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
+    m.send_raw(&rdb);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let soon = (now.as_millis() + 300).to_string();
+    let mut sent = 0;
+    sent += send_cmd(&mut m, &["SELECT", "0"]);
+    sent += send_cmd(&mut m, &["SET", "k", "v", "PXAT", &soon]);
+    sent += send_cmd(&mut m, &["HSET", "h", "f", "1", "g", "2"]);
+    sent += send_cmd(&mut m, &["PEXPIREAT", "h", &soon]);
+    until_ack(&mut m, sent as i64);
+    assert_eq!(c.cmd(&["GET", "past"]), Reply::Null, "a client reads it as absent");
+    // Past the keys' time on the replica's clock, with active expiry rounds between.
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::Null);
+    assert_eq!(c.cmd(&["HGET", "h", "f"]), Reply::Null);
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(3), "stored until the master's DEL");
+    let keys = info_field(&mut c, "stats", "expired_keys");
+    assert_eq!(keys, "0", "the replica expired nothing itself");
+    // The master's commands find the keys, as the master has them.
+    sent += send_cmd(&mut m, &["PERSIST", "k"]);
+    sent += send_cmd(&mut m, &["PERSIST", "h"]);
+    sent += send_cmd(&mut m, &["PERSIST", "past"]);
+    sent += send_cmd(&mut m, &["HINCRBY", "h", "f", "10"]);
+    until_ack(&mut m, sent as i64);
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+    assert_eq!(c.cmd(&["GET", "past"]), Reply::bulk("kept"));
+    assert_eq!(c.cmd(&["HGET", "h", "f"]), Reply::bulk("11"));
+    assert_eq!(c.cmd(&["HGET", "h", "g"]), Reply::bulk("2"));
+    // A key the master expires goes with its DEL.
+    sent += send_cmd(&mut m, &["PEXPIREAT", "k", "1000"]);
+    until_ack(&mut m, sent as i64);
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(3));
+    sent += send_cmd(&mut m, &["DEL", "k"]);
+    until_ack(&mut m, sent as i64);
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(2));
+    // A master again: its own expiry takes what is due.
+    assert_eq!(
+        c.cmd(&["PEXPIREAT", "past", "1000"]),
+        Reply::Error("READONLY You can't write against a read only replica.".into())
+    );
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+    assert_eq!(c.cmd(&["PEXPIREAT", "past", "1000"]), Reply::Int(1));
+    wait_for("the expiry of `past`", || c.cmd(&["DBSIZE"]) == Reply::Int(1));
 }

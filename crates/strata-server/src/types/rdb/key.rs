@@ -192,7 +192,7 @@ pub fn restore(
         return Ok(Restored::Busy);
     }
     let mut b = WriteBatch::new();
-    if expire_ms != 0 && expire_ms <= ks.now_ms {
+    if crate::types::keyspace::past(expire_ms, ks.now_ms) {
         if exists {
             ks.delete_meta(&mut b, key);
             ks.write(b)?;
