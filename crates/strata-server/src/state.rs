@@ -180,6 +180,10 @@ pub struct ClientEntry {
     /// The ACL user it authenticated as (CLIENT LIST's `user`; none: the default user, as it
     /// connected). The cell, not its name: a user deleted and made again is another.
     pub user: Option<Arc<crate::acl::UserCell>>,
+    /// The replication link's client (`crate::replicaof`: CLIENT LIST's flag `M`, CLIENT KILL
+    /// TYPE master), and its socket, which CLIENT KILL shuts (the link then connects again
+    /// and resumes, as a redis-server replica does).
+    pub master_link: Option<Arc<std::net::TcpStream>>,
 }
 
 /// What a connection did last and what it holds, written by its connection loop and command

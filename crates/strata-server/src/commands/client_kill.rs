@@ -4,8 +4,9 @@
 //! included, and answers `+OK` or `No such client`. `CLIENT KILL <filter> <value> ...` ends
 //! every connection all its filters match and answers how many: `ID id`, `ADDR ip:port`,
 //! `LADDR ip:port` (the server's end), `TYPE normal|pubsub|master|slave|replica` (a
-//! connection subscribed to anything is `pubsub`; this server has no replication links, so
-//! `master` and `slave` match none), `USER name` (the connections authenticated as that ACL
+//! connection subscribed to anything is `pubsub`; `master` is a replica's link to its master
+//! (REPLICAOF), whose socket is shut: the link connects again and resumes; no connection
+//! here is a replica of this server, so `slave` matches none), `USER name` (the connections authenticated as that ACL
 //! user; an unknown user is Redis's error) and `SKIPME yes|no`
 //! (whether this connection is spared; yes unless said).
 //!
@@ -41,14 +42,16 @@ pub fn client_class(name: &[u8]) -> Result<ClientClass, String> {
         .ok_or_else(|| format!("ERR Unknown client type '{}'", String::from_utf8_lossy(name)))
 }
 
-/// Whether a connection is of class `k`, `subscribed` saying whether it is subscribed to
-/// anything ([`crate::pubsub::PubSub::subscribed`]): `pubsub` when it is, `normal` when not;
-/// no connection here is a master or a replica.
-pub fn of_class(k: ClientClass, subscribed: bool) -> bool {
+/// Whether a connection is of class `k`, `master` saying whether it is the replication
+/// link's client and `subscribed` whether it is subscribed to anything
+/// ([`crate::pubsub::PubSub::subscribed`]): `pubsub` when it is, `normal` when neither; no
+/// connection here is a replica.
+pub fn of_class(k: ClientClass, master: bool, subscribed: bool) -> bool {
     match k {
-        ClientClass::Normal => !subscribed,
+        ClientClass::Normal => !subscribed && !master,
         ClientClass::Pubsub => subscribed,
-        ClientClass::Slave | ClientClass::Master => false,
+        ClientClass::Master => master,
+        ClientClass::Slave => false,
     }
 }
 
@@ -98,6 +101,9 @@ pub fn end_other(sh: &Shared, id: u64) -> bool {
     if let Some(task) = e.kill {
         task.abort();
     }
+    if let Some(sock) = e.master_link {
+        let _ = sock.shutdown(std::net::Shutdown::Both);
+    }
     true
 }
 
@@ -124,7 +130,8 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
                     })
                     && !(f.skipme && id == c.id)
                     && f.class.is_none_or(|k| {
-                        of_class(k, subscribed.as_ref().is_some_and(|s| s.contains(&id)))
+                        let sub = subscribed.as_ref().is_some_and(|s| s.contains(&id));
+                        of_class(k, e.master_link.is_some(), sub)
                     })
             })
             .map(|(&id, _)| id)

@@ -532,6 +532,9 @@ pub fn client_info(sh: &Shared, id: u64) -> String {
 /// The CLIENT LIST line of connection `id`, its entry `e`.
 fn entry_line(sh: &Shared, id: u64, e: &crate::state::ClientEntry) -> String {
     let (mut flags, redir) = super::client_tracking::list_fields(sh, id);
+    if e.master_link.is_some() {
+        flags.insert(0, 'M');
+    }
     if e.no_evict {
         flags.push('e');
     }
@@ -560,7 +563,10 @@ fn client_list(sh: &Shared, filter: &[Vec<u8>]) -> Result<String, CmdError> {
         let mut ids: Vec<u64> = cl.keys().copied().collect();
         ids.sort_unstable();
         let subscribed = |id| subscribed.as_ref().is_some_and(|s| s.contains(&id));
-        ids.retain(|&id| class.is_none_or(|k| super::client_kill::of_class(k, subscribed(id))));
+        ids.retain(|&id| {
+            let master = cl.get(&id).is_some_and(|e| e.master_link.is_some());
+            class.is_none_or(|k| super::client_kill::of_class(k, master, subscribed(id)))
+        });
         ids
     });
     Ok(ids.into_iter().filter_map(|id| cl.get(&id).map(|e| entry_line(sh, id, e))).collect())

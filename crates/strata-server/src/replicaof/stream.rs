@@ -27,6 +27,7 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
     let mut conn = Conn::new(id, true);
     conn.master = true;
     conn.db = link.db.load(Ordering::Acquire);
+    let _listed = Listed::new(sh, id, conn.db, wire.sock());
     let mut out = Out::default();
     let max_bulk = sh.config.proto_max_bulk_len;
     // None: not yet (the first ACK goes at once: a diskless master waits for it).
@@ -151,5 +152,44 @@ impl Errors {
         );
         self.count = 0;
         self.said = Some(Instant::now());
+    }
+}
+
+/// The link's client on the server's books while the stream is applied (CLIENT LIST's flag
+/// `M`, INFO's `connected_clients`, CLIENT KILL TYPE master), taken off when it ends.
+struct Listed<'a> {
+    sh: &'a Shared,
+    id: u64,
+}
+
+impl<'a> Listed<'a> {
+    fn new(sh: &'a Shared, id: u64, db: usize, sock: &std::net::TcpStream) -> Listed<'a> {
+        use std::os::fd::AsRawFd;
+        let addr = |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string());
+        let entry = crate::state::ClientEntry {
+            addr: addr(sock.peer_addr()).unwrap_or_default(),
+            laddr: addr(sock.local_addr()).unwrap_or_default(),
+            fd: i64::from(sock.as_raw_fd()),
+            since: Some(Instant::now()),
+            resp: 2,
+            db,
+            // Without a clone of the socket, CLIENT KILL could not end the link.
+            master_link: sock.try_clone().ok().map(Arc::new),
+            ..crate::state::ClientEntry::default()
+        };
+        if entry.master_link.is_some() {
+            sh.stats.connected.fetch_add(1, Ordering::Relaxed);
+            sh.clients.lock().insert(id, entry);
+        }
+        Listed { sh, id }
+    }
+}
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        // CLIENT KILL takes it off the books itself, counting it gone there.
+        if self.sh.clients.lock().remove(&self.id).is_some() {
+            self.sh.stats.connected.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }

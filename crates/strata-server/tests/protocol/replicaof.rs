@@ -506,3 +506,43 @@ fn a_replica_keeps_keys_whose_time_is_up_for_its_masters_commands() {
     assert_eq!(c.cmd(&["PEXPIREAT", "past", "1000"]), Reply::Int(1));
     wait_for("the expiry of `past`", || c.cmd(&["DBSIZE"]) == Reply::Int(1));
 }
+
+/// The link's client is on the books while the stream runs, as redis-server lists its
+/// master: CLIENT LIST's flag `M` (TYPE master selects it, TYPE normal leaves it out), and
+/// CLIENT KILL TYPE master ends it, after which the link connects again and resumes.
+#[test]
+fn the_link_is_listed_as_the_master_client_and_client_kill_ends_it() {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mport = fake.local_addr().unwrap().port();
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
+    let (mut m, _) = handshake(&fake, s.port);
+    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
+    let rdb = FileWriter::new(Vec::new(), &[]).unwrap().finish().unwrap();
+    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
+    m.send_raw(&rdb);
+    let sent = send_cmd(&mut m, &["SELECT", "4"]);
+    until_ack(&mut m, sent as i64);
+    let list = |c: &mut Raw, filter: &[&str]| {
+        let mut line = vec!["CLIENT", "LIST"];
+        line.extend_from_slice(filter);
+        match c.cmd(&line) {
+            Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+            Reply::Verbatim(t) => t,
+            other => panic!("{other:?}"),
+        }
+    };
+    let master = list(&mut c, &["TYPE", "master"]);
+    assert_eq!(master.lines().count(), 1, "{master}");
+    let local = m.stream.local_addr().unwrap().to_string();
+    assert!(master.contains(&format!(" addr={local} ")), "{master}");
+    assert!(master.contains(" flags=M ") && master.contains(" db=4 "), "{master}");
+    assert!(!list(&mut c, &["TYPE", "normal"]).contains("flags=M"));
+    assert!(list(&mut c, &[]).contains("flags=M"));
+    assert_eq!(c.cmd(&["CLIENT", "KILL", "TYPE", "master"]), Reply::Int(1));
+    // The link connects again and asks to resume where it was.
+    let (_m2, psync) = handshake(&fake, s.port);
+    assert_eq!(psync, [REPLID, &(sent + 1).to_string()]);
+    assert_eq!(c.cmd(&["CLIENT", "KILL", "TYPE", "slave"]), Reply::Int(0));
+}
