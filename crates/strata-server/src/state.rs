@@ -716,8 +716,6 @@ pub struct ReplConf {
     pub functions: bool,
     /// `capa eof`: it reads a transfer ended by a mark instead of a length.
     pub eof: bool,
-    /// `listening-port`, as its replica would be listed.
-    pub listening_port: Option<i64>,
 }
 
 /// A transfer of the dataset a client asked for.

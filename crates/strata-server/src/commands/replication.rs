@@ -59,7 +59,8 @@ pub fn replconf(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     for pair in a[1..].chunks_exact(2) {
         let (option, value) = (&pair[0], &pair[1]);
         if is(option, "listening-port") {
-            c.replconf.listening_port = Some(parse_int_strict(value).ok_or(NOT_INT)?);
+            // Checked as Redis checks it; nothing lists replicas here (no stream follows).
+            parse_int_strict(value).ok_or(NOT_INT)?;
         } else if is(option, "ip-address") {
             // Redis's NET_HOST_STR_LEN.
             if value.len() >= 46 {

@@ -31,11 +31,6 @@ pub struct Contents {
     pub functions: bool,
 }
 
-impl Contents {
-    /// Everything: the keys and the functions.
-    pub const ALL: Contents = Contents { keys: true, functions: true };
-}
-
 /// What was written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Written {
