@@ -15,6 +15,9 @@
 //!   the group's ranges, (2) the files are ingested, (3) one synced batch records the applied
 //!   id and membership and removes the record. An open that finds the record redoes (1)-(3)
 //!   from the files it names, which are kept until then.
+//! - Once fenced ([`GroupState::fence`], the replica being removed from the node), nothing
+//!   is applied or installed: the group's records are about to be deleted, and a write after
+//!   that would leave an applied id without the log that led to it.
 
 use std::sync::Arc;
 
@@ -86,6 +89,8 @@ pub struct GroupState {
     membership: StoredMembership,
     /// The last snapshot built or installed, kept for sending.
     current: Option<(SnapshotMeta, SnapshotData)>,
+    /// Set when the replica is removed from this node ([`GroupState::fence`]).
+    fenced: bool,
 }
 
 impl GroupState {
@@ -99,6 +104,7 @@ impl GroupState {
             applied: None,
             membership: StoredMembership::default(),
             current: None,
+            fenced: false,
         };
         if let Some(v) = st.node.get_meta(group, MetaKind::Installing)? {
             let (meta, dir) =
@@ -129,6 +135,27 @@ impl GroupState {
         self.group
     }
 
+    /// Makes every later [`GroupState::apply`] and [`GroupState::install`] fail with
+    /// [`Error::NoSuchGroup`], writing nothing, and lets go of the snapshot kept for sending.
+    /// The replica's removal from this node calls it once Raft has stopped and before the
+    /// group's records are deleted: Raft's state machine task outlives the stop and runs the
+    /// applies and installs already queued to it, which would write the group's applied id,
+    /// membership and data again after the deletion, and a replica of the group opened here
+    /// later would start from them without the log they came from. Taken with the state's
+    /// lock held, so an apply or install under way ends first. Building a snapshot is not
+    /// fenced: it writes nothing to the engine.
+    pub fn fence(&mut self) {
+        self.fenced = true;
+        self.current = None;
+    }
+
+    fn unless_fenced(&self) -> Result<()> {
+        if self.fenced {
+            return Err(Error::NoSuchGroup(self.group));
+        }
+        Ok(())
+    }
+
     /// The last applied entry and the membership in force.
     pub fn applied(&self) -> (Option<LogId>, StoredMembership) {
         (self.applied, self.membership.clone())
@@ -140,8 +167,9 @@ impl GroupState {
     }
 
     /// Applies committed entries in order; returns one reply per entry (empty for blank and
-    /// membership entries).
+    /// membership entries). Fails, applying nothing, once fenced.
     pub fn apply(&mut self, entries: &[Entry]) -> Result<Vec<Reply>> {
+        self.unless_fenced()?;
         let g = self.group;
         let db = self.node.db().clone();
         let meta_cf = self.node.meta_cf().clone();
@@ -208,8 +236,9 @@ impl GroupState {
     }
 
     /// Replaces the group's data by the snapshot's; returns false (and changes nothing) when
-    /// the snapshot is not newer than what is applied.
+    /// the snapshot is not newer than what is applied. Fails, changing nothing, once fenced.
     pub fn install(&mut self, meta: &SnapshotMeta, data: SnapshotData) -> Result<bool> {
+        self.unless_fenced()?;
         if meta.last_log_id <= self.applied {
             return Ok(false);
         }
@@ -466,6 +495,26 @@ mod tests {
         assert!(!b1.install(&meta, receive(&files, &b)).unwrap(), "equal to applied: refused");
         b1.apply(&[put(200, "after", "snapshot")]).unwrap();
         assert_eq!(b1.applied().0, Some(id(200)));
+    }
+
+    #[test]
+    fn a_fenced_state_machine_applies_and_installs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = open_node(&dir.path().join("a"));
+        let (meta, files) = source_snapshot(&a);
+        let b = open_node(&dir.path().join("b"));
+        let mut b1 = GroupState::open(b.clone(), GroupId(1), Arc::new(KvApp)).unwrap();
+        b1.apply(&[put(1, "k", "v")]).unwrap();
+        b1.fence();
+        let e = b1.apply(&[put(2, "k", "w")]).unwrap_err();
+        assert!(matches!(e, Error::NoSuchGroup(GroupId(1))), "{e}");
+        let e = b1.install(&meta, receive(&files, &b)).unwrap_err();
+        assert!(matches!(e, Error::NoSuchGroup(GroupId(1))), "{e}");
+        assert_eq!(b1.current_snapshot().map(|(m, _)| m), None);
+        drop(b1);
+        let b1 = GroupState::open(b.clone(), GroupId(1), Arc::new(KvApp)).unwrap();
+        assert_eq!(b1.applied().0, Some(id(1)), "nothing applied or installed after the fence");
+        assert_eq!(scan(&b, 1), [(b"k".to_vec(), b"v".to_vec())]);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use openraft::async_runtime::watch::WatchReceiver;
@@ -31,6 +31,7 @@ use super::sm::StateMachine;
 use super::{blocking, PurgedRead, TypeConfig};
 use crate::error::{Error, Result};
 
+use crate::log_format::MetaKind;
 use crate::log_store::{GroupLog, NodeStorage};
 use crate::rejoin::{OnEmpty, Rejoin};
 use crate::rpc::{self, Request, Response, SnapshotPiece, SnapshotReply};
@@ -209,6 +210,8 @@ pub struct Replica {
     transferring: Arc<AtomicU64>,
     /// Whether it is catching up after opening on empty storage (it does not vote then).
     rejoin: Arc<Rejoin>,
+    /// Its state machine's state, which [`RaftNode::remove_group`] fences.
+    state: Weak<Mutex<GroupState>>,
 }
 
 impl Clone for Replica {
@@ -219,6 +222,7 @@ impl Clone for Replica {
             lease: self.lease,
             transferring: self.transferring.clone(),
             rejoin: self.rejoin.clone(),
+            state: self.state.clone(),
         }
     }
 }
@@ -443,6 +447,27 @@ impl Replica {
     }
 }
 
+/// Whether `log`'s group holds state machine records (an applied id, a membership, an
+/// install under way) but no vote and no log entry or purge mark: what is left when a
+/// replica removed from this node is written to after its records were deleted (which
+/// `GroupState::fence` prevents, but a node's storage may hold such records already). A
+/// replica that lived here has a vote (Raft makes it durable before it accepts entries or a
+/// snapshot from a leader) or entries (the one that initialized the group), and both are
+/// deleted only with the rest of the group's records. Opened as they are, the records would
+/// make the replica claim entries it never held: Raft takes what is applied as committed,
+/// and the catch-up of a replica on empty storage (`rejoin.rs`) would not start.
+fn left_by_removed_replica(storage: &NodeStorage, log: &GroupLog) -> Result<bool> {
+    if log.vote().is_some() || log.state().last.is_some() {
+        return Ok(false);
+    }
+    for kind in [MetaKind::Applied, MetaKind::Membership, MetaKind::Installing] {
+        if storage.get_meta(log.group(), kind)?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Notes in the node's info LOG every change of `group`'s role, term or known leader on this
 /// node (elections, step-downs, a leader learnt), until the replica stops. It watches the
 /// server metrics, which openraft publishes only when they change (not per entry).
@@ -561,7 +586,9 @@ impl RaftNode {
 
     /// Opens this node's replica of `group` (recovering what its storage holds) and starts it.
     /// `on_empty` says what empty storage means: a group being created, or one that exists,
-    /// which the replica then catches up with before it votes (`rejoin.rs`).
+    /// which the replica then catches up with before it votes (`rejoin.rs`). What a replica
+    /// removed from this node left of the group without its log (`left_by_removed_replica`)
+    /// is deleted first, whatever `on_empty` says: the replica starts empty.
     pub async fn open_group(&self, group: GroupId, on_empty: OnEmpty) -> Result<Replica> {
         if self.groups.read().contains_key(&group) {
             return Err(Error::Raft { group, reason: format!("already open on node {}", self.id) });
@@ -569,6 +596,14 @@ impl RaftNode {
         let (storage, app) = (self.storage.clone(), self.app.clone());
         let (log, state, rejoin) = blocking(move || {
             let log = GroupLog::open(storage.clone(), group)?;
+            if left_by_removed_replica(&storage, &log)? {
+                storage.drop_group(group, &app.ranges(group))?;
+                app.removed(group);
+                storage.db().log_info(&format!(
+                    "Raft {group}: found an applied state without a log or vote, left by a \
+                     replica removed from this node: deleted, the replica starts empty"
+                ));
+            }
             let state = GroupState::open(storage.clone(), group, app)?;
             let rejoin = Rejoin::open(&storage, &log, &state, on_empty)?;
             Ok((log, state, rejoin))
@@ -591,15 +626,12 @@ impl RaftNode {
         } else {
             self.config.clone()
         };
-        let raft = openraft::Raft::new(
-            self.id,
-            config,
-            network,
-            LogStore::new(log, purged_reads),
-            StateMachine::new(state),
-        )
-        .await
-        .map_err(|e| Error::Raft { group, reason: format!("start raft: {e}") })?;
+        let sm = StateMachine::new(state);
+        let state = sm.state();
+        let raft =
+            openraft::Raft::new(self.id, config, network, LogStore::new(log, purged_reads), sm)
+                .await
+                .map_err(|e| Error::Raft { group, reason: format!("start raft: {e}") })?;
         let lease = Duration::from_millis(self.config.election_timeout_max);
         let replica = Replica {
             group,
@@ -607,6 +639,7 @@ impl RaftNode {
             lease,
             transferring: Arc::new(AtomicU64::new(0)),
             rejoin: rejoin.clone(),
+            state,
         };
         self.groups.write().insert(group, replica.clone());
         tokio::spawn(log_leadership(group, self.storage.clone(), replica.raft.server_metrics()));
@@ -633,15 +666,28 @@ impl RaftNode {
     /// Stops this node's replica of `group` and deletes what it stored of the group (log,
     /// votes, applied id, membership, and the application's key ranges): the node no longer
     /// holds a replica of it. Call once the group's membership no longer names this node.
+    ///
+    /// Raft's state machine task outlives the replica's stop and runs the applies and
+    /// installs queued to it; the state is fenced first (`GroupState::fence`), so none of
+    /// them writes after the deletion.
     pub async fn remove_group(&self, group: GroupId) -> Result<()> {
         let replica = self.groups.write().remove(&group);
+        let mut state = None;
         if let Some(r) = replica {
             // A replica that fails to stop cleanly is stopping anyway.
             let _ = r.shutdown().await;
+            // `None` once its state machine task has ended: nothing is left to write then.
+            state = r.state.upgrade();
         }
         self.incoming.lock().retain(|(_, g), _| *g != group);
         let (storage, app) = (self.storage.clone(), self.app.clone());
-        let dropped = blocking(move || storage.drop_group(group, &app.ranges(group))).await;
+        let dropped = blocking(move || {
+            if let Some(state) = state {
+                state.lock().fence();
+            }
+            storage.drop_group(group, &app.ranges(group))
+        })
+        .await;
         // Whatever of it is left is stale either way.
         self.app.removed(group);
         dropped.map_err(|e| Error::Raft { group, reason: format!("drop its storage: {e}") })?;

@@ -2,7 +2,7 @@
 //! on the blocking pool; the state's lock is only taken there or for a field read.
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use futures_util::{Stream, StreamExt};
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
@@ -35,6 +35,13 @@ impl StateMachine {
     pub fn new(state: GroupState) -> Self {
         let db = state.db().clone();
         StateMachine { state: Arc::new(Mutex::new(state)), db }
+    }
+
+    /// The state, for the replica's removal to fence it (`GroupState::fence`); weak, so that
+    /// a handle kept after the state machine is gone does not keep the state (and the
+    /// node's `Db`) open.
+    pub(crate) fn state(&self) -> Weak<Mutex<GroupState>> {
+        Arc::downgrade(&self.state)
     }
 }
 

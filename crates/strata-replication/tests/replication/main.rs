@@ -10,4 +10,5 @@ mod harness;
 mod layering;
 mod lost_disk;
 mod membership;
+mod removal;
 mod tcp;
