@@ -25,18 +25,20 @@ const MAX_REF: usize = 264;
 const MAX_OFFSET: usize = 1 << 13;
 /// The longest literal run.
 const MAX_LITERAL: usize = 32;
-/// Hash table size (bits) of the matcher.
+/// Hash table size (bits) of the matcher, at most: a table has about two slots per input
+/// byte up to this, so a short string (most values) does not pay for a large table.
 const HASH_BITS: u32 = 14;
 
 /// Compresses `input` if the result is at most `limit` bytes; `None` otherwise.
 pub fn compress(input: &[u8], limit: usize) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(limit);
-    let mut table = vec![usize::MAX; 1 << HASH_BITS];
+    let bits = (usize::BITS - input.len().leading_zeros() + 1).clamp(4, HASH_BITS);
+    let mut table = vec![usize::MAX; 1 << bits];
     let mut lit_start = 0;
     let mut i = 0;
     let hash = |p: &[u8]| {
         let v = u32::from(p[0]) << 16 | u32::from(p[1]) << 8 | u32::from(p[2]);
-        (v.wrapping_mul(0x9e37_79b1) >> (32 - HASH_BITS)) as usize
+        (v.wrapping_mul(0x9e37_79b1) >> (32 - bits)) as usize
     };
     let flush_literals = |out: &mut Vec<u8>, lits: &[u8]| {
         for run in lits.chunks(MAX_LITERAL) {
