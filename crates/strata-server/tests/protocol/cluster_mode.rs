@@ -33,10 +33,28 @@ impl Drop for Node {
     }
 }
 
-/// Ports nothing listens on now (bound, then released).
+/// Ports nothing listens on now (each bound once, then released), never handed out twice in
+/// this process, and below the kernel's ephemeral range (32768 and up): so no server that
+/// another test starts with `--port 0` can take one between this call and the node's bind.
+/// Ports taken from the ephemeral range could be, and two test clusters running side by side
+/// then talked to each other (a node of one taking the other's leader for its own).
 pub(super) fn free_ports(n: usize) -> Vec<u16> {
-    let ls: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    ls.iter().map(|l| l.local_addr().unwrap().port()).collect()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Processes start at different points of the span (a test binary run while another is).
+    let start = std::process::id().wrapping_mul(7919) % SPAN;
+    let mut ports = Vec::with_capacity(n);
+    while ports.len() < n {
+        let k = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(k < SPAN, "no free port left below the ephemeral range");
+        let port = (LOW + (start + k) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            ports.push(port);
+        }
+    }
+    ports
 }
 
 /// Starts node `id`; `bootstrap`: its empty directory is a new cluster's.
