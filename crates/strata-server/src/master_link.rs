@@ -199,6 +199,12 @@ impl MasterLink {
         self.following.load(Ordering::Acquire)
     }
 
+    /// Whether a master is set and the link to it is not applying its stream (connecting,
+    /// syncing, or waiting to try again).
+    pub fn link_down(&self) -> bool {
+        self.current.lock().as_ref().is_some_and(|l| l.phase() != Phase::Connected)
+    }
+
     /// REPLICAOF host port: stops any other link and starts one to `target`.
     pub fn follow(&self, target: Target) -> Result<Followed, String> {
         let mut cur = self.current.lock();

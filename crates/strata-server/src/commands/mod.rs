@@ -805,8 +805,7 @@ const STALE_IN_SCRIPT: &str = "ERR Can not execute the command on a stale replic
 /// Whether this server is a replica whose link is down under `replica-serve-stale-data no`:
 /// only the commands flagged `stale` (and scripts declared `allow-stale`) run.
 pub(crate) fn stale_replica(sh: &Shared) -> bool {
-    let Some(link) = sh.master_link.current() else { return false };
-    link.phase() != crate::master_link::Phase::Connected
+    sh.master_link.link_down()
         && sh
             .params
             .read()

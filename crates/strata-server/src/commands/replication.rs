@@ -127,9 +127,7 @@ pub fn sync(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdResult 
     if psync && a.len() > 3 && is(&a[3], "failover") && !sh.master_link.following() {
         return Err("ERR PSYNC FAILOVER can't be sent to a master.".into());
     }
-    let link_down =
-        sh.master_link.current().is_some_and(|l| l.phase() != crate::master_link::Phase::Connected);
-    if link_down {
+    if sh.master_link.link_down() {
         return Err("NOMASTERLINK Can't SYNC while not connected with my master".into());
     }
     if c.replconf.filtered && !c.replconf.eof {

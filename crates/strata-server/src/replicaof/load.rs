@@ -6,7 +6,8 @@
 //! numbers checked against `databases`, the checksum verified), so a file this server cannot
 //! load leaves the dataset as it was. Then every database is emptied, the function libraries
 //! replaced by the file's, and each key written with its expiry time (one batch per key, as
-//! RESTORE writes it); a key whose time has passed is not written.
+//! RESTORE writes it); a key whose time has passed is not written, but by a full sync, which
+//! keeps it for the master's DEL ([`load_synced`]).
 
 use std::fs::File;
 use std::io::BufReader;

@@ -3,7 +3,6 @@
 //! replication offset counted as redis-server counts it: a command's bytes once it has run,
 //! a transaction's at its EXEC (a link that breaks inside MULTI resumes before it).
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +26,9 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
     let mut conn = Conn::new(id, true);
     conn.master = true;
     conn.db = link.db.load(Ordering::Acquire);
-    let _listed = Listed::new(sh, id, conn.db, wire.sock());
+    let listed = Listed::new(sh, id, conn.db, wire.sock());
+    // Its commands noted where CLIENT LIST reads them (`cmd`, `idle`), as a connection's.
+    conn.activity.clone_from(&listed.activity);
     let mut out = Out::default();
     let max_bulk = sh.config.proto_max_bulk_len;
     // None: not yet (the first ACK goes at once: a diskless master waits for it).
@@ -90,10 +91,7 @@ fn is_getack(args: &[Vec<u8>]) -> bool {
 
 /// Sends REPLCONF ACK `offset`.
 fn ack(wire: &mut Wire, offset: i64) -> Result<(), LinkError> {
-    let offset = offset.max(0).to_string();
-    let frame = format!("*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n${}\r\n{offset}\r\n", offset.len());
-    wire.sock().write_all(frame.as_bytes())?;
-    Ok(())
+    wire.send(&[b"REPLCONF", b"ACK", offset.max(0).to_string().as_bytes()])
 }
 
 /// Runs one command of the master's as a connection's command runs: holding a pass of the
@@ -160,6 +158,8 @@ impl Errors {
 struct Listed<'a> {
     sh: &'a Shared,
     id: u64,
+    /// Its entry's activity, when it is on the books.
+    activity: Option<Arc<crate::state::Activity>>,
 }
 
 impl<'a> Listed<'a> {
@@ -177,11 +177,12 @@ impl<'a> Listed<'a> {
             master_link: sock.try_clone().ok().map(Arc::new),
             ..crate::state::ClientEntry::default()
         };
-        if entry.master_link.is_some() {
+        let activity = entry.master_link.is_some().then(|| entry.activity.clone());
+        if activity.is_some() {
             sh.stats.connected.fetch_add(1, Ordering::Relaxed);
             sh.clients.lock().insert(id, entry);
         }
-        Listed { sh, id }
+        Listed { sh, id, activity }
     }
 }
 

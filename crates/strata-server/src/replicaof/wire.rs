@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::LinkError;
 use crate::master_link::LinkState;
+use crate::resp::Out;
 use crate::state::Shared;
 
 /// How long a read waits before the link looks at its stop flag and timeout.
@@ -69,15 +70,14 @@ impl Wire {
         Err(LinkError::Failed(last))
     }
 
-    /// Sends `args` as a RESP command.
+    /// Sends `args` as a RESP command (an array of bulk strings, as a client sends one).
     pub fn send(&mut self, args: &[&[u8]]) -> Result<(), LinkError> {
-        let mut frame = format!("*{}\r\n", args.len()).into_bytes();
+        let mut frame = Out::default();
+        frame.array(args.len());
         for a in args {
-            frame.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            frame.extend_from_slice(a);
-            frame.extend_from_slice(b"\r\n");
+            frame.bulk(a);
         }
-        self.sock.write_all(&frame)?;
+        self.sock.write_all(&frame.buf)?;
         Ok(())
     }
 
@@ -144,8 +144,8 @@ impl Wire {
         }
     }
 
-    /// The socket, for writes of the stream's acknowledgements.
-    pub fn sock(&mut self) -> &mut TcpStream {
-        &mut self.sock
+    /// The socket (its addresses, a handle that can shut it).
+    pub fn sock(&self) -> &TcpStream {
+        &self.sock
     }
 }

@@ -101,11 +101,12 @@ pub fn expire(ks: &Keyspace, key: &[u8], at_ms: i64, cond: ExpireIf) -> Result<b
     let mut b = WriteBatch::new();
     // A replica running its master's command keeps the key with its time up until the
     // master's DEL (`keyspace::as_master`), as redis-server's replica does.
-    let deleted = at_ms <= ks.now_ms as i64 && !super::keyspace::as_master_now();
+    let at = at_ms.max(1) as u64;
+    let deleted = super::keyspace::past(at, ks.now_ms);
     if deleted {
         ks.delete_meta(&mut b, key);
     } else {
-        m.expire_ms = at_ms.max(1) as u64;
+        m.expire_ms = at;
         ks.put_meta(&mut b, key, &m);
     }
     ks.write(b)?;

@@ -243,7 +243,7 @@ impl<'a> Keyspace<'a> {
                 m
             }
         };
-        if m.expired(self.now_ms) && !as_master_now() {
+        if past(m.expire_ms, self.now_ms) {
             self.expire_on_access(key);
             return Ok(None);
         }

@@ -538,6 +538,7 @@ fn the_link_is_listed_as_the_master_client_and_client_kill_ends_it() {
     let local = m.stream.local_addr().unwrap().to_string();
     assert!(master.contains(&format!(" addr={local} ")), "{master}");
     assert!(master.contains(" flags=M ") && master.contains(" db=4 "), "{master}");
+    assert!(master.contains(" cmd=select "), "its last command: {master}");
     assert!(!list(&mut c, &["TYPE", "normal"]).contains("flags=M"));
     assert!(list(&mut c, &[]).contains("flags=M"));
     assert_eq!(c.cmd(&["CLIENT", "KILL", "TYPE", "master"]), Reply::Int(1));
