@@ -25,7 +25,7 @@
 //!    SLOWLOG's log of slow commands; [`latency`]: LATENCY's monitor and the commands'
 //!    latency histograms; [`pause`]: CLIENT PAUSE's state.
 //! 5. [`master_link`]: the state of this server's link to a Redis master (REPLICAOF), as
-//!    the commands read it.
+//!    the commands read it; [`replicas`]: the replicas following this server.
 //! 6. [`tracking`]: client-side caching's server half (CLIENT TRACKING): who tracks which
 //!    keys, and the invalidations sent through the connections' queues (`pubsub`'s).
 //! 7. [`state`]: what commands run against: the state every connection shares, and one
@@ -34,7 +34,8 @@
 //! 8. [`commands`]: the command table and the handlers. A handler parses its arguments,
 //!    calls `types` and formats the reply; [`commands::errors`] maps a `TypeError` to Redis's
 //!    error text, in one place.
-//! 9. [`sync_source`]: the dataset sent as one RDB to a client that asked with SYNC.
+//! 9. [`sync_source`]: the dataset sent as one RDB to a client that asked with SYNC, and
+//!    to a replica the replication stream after it.
 //! 10. [`server`]: the listener, the connection loop and the background tasks; `fuzz_api`:
 //!     the `commands` fuzz target's body (command lines run through `commands::dispatch`);
 //!     [`replicaof`]: the link to a Redis master, which runs the master's commands.
@@ -56,6 +57,7 @@ pub mod master_link;
 pub mod pause;
 pub mod pubsub;
 pub mod replicaof;
+pub mod replicas;
 pub mod resp;
 pub mod routing;
 pub mod script;

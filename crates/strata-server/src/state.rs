@@ -448,6 +448,8 @@ pub struct Shared {
     pub names: crate::config::renames::Renames,
     /// The master this server follows as a Redis replica, if any (REPLICAOF).
     pub master_link: crate::master_link::MasterLink,
+    /// The replicas following this server (`sync_source`).
+    pub replicas: crate::replicas::Replicas,
 }
 
 /// OBJECT FREQ's counters as `params` shape them: counted under an LFU `maxmemory-policy`,
@@ -549,6 +551,7 @@ impl Shared {
             acl,
             names: crate::config::renames::Renames::default(),
             master_link: crate::master_link::MasterLink::default(),
+            replicas: crate::replicas::Replicas::default(),
         }
     }
 
@@ -558,11 +561,21 @@ impl Shared {
         self
     }
 
-    /// Whether writes are refused for lack of good replicas (`min-replicas-to-write`). In
-    /// cluster mode every write waits for its partition's quorum instead: never.
+    /// Whether writes are refused for lack of good replicas (`min-replicas-to-write`: fewer
+    /// online replicas acknowledged within `min-replicas-max-lag` seconds). In cluster mode
+    /// every write waits for its partition's quorum instead: never.
     pub fn lacks_good_replicas(&self) -> bool {
-        self.router.is_none()
-            && self.min_replicas_to_write.load(std::sync::atomic::Ordering::Relaxed) > 0
+        let min = self.min_replicas_to_write.load(std::sync::atomic::Ordering::Relaxed);
+        if self.router.is_some() || min == 0 {
+            return false;
+        }
+        let lag = self
+            .params
+            .read()
+            .get("min-replicas-max-lag")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(10);
+        (self.replicas.good(lag) as u64) < min
     }
 
     /// The same state in cluster mode, routing each slot's commands by `router`.
@@ -647,6 +660,9 @@ pub fn unix_now() -> u64 {
 pub struct Conn {
     /// CLIENT ID.
     pub id: u64,
+    /// The replication stream's end after this connection's last write (what WAIT waits
+    /// for replicas to acknowledge).
+    pub repl_offset: u64,
     /// Its entry's record of its last command (none for a connection not on the books).
     pub activity: Option<Arc<Activity>>,
     /// Whether commands are allowed (no password, or AUTH succeeded).
@@ -716,6 +732,8 @@ pub struct ReplConf {
     pub functions: bool,
     /// `capa eof`: it reads a transfer ended by a mark instead of a length.
     pub eof: bool,
+    /// `listening-port`: where the replica serves (INFO replication lists it).
+    pub listening_port: u16,
 }
 
 /// A transfer of the dataset a client asked for.
@@ -727,6 +745,14 @@ pub struct SyncRequest {
     pub keys: bool,
     /// Whether the RDB holds the function libraries.
     pub functions: bool,
+    /// Whether the replication stream follows (a replica), or the connection closes after
+    /// the RDB (`REPLCONF rdb-only 1`).
+    pub stream: bool,
+    /// PSYNC's offset, when it named this server's stream: the stream alone is sent from
+    /// there if it is still held.
+    pub resume: Option<u64>,
+    /// The replica's `listening-port`.
+    pub port: u16,
 }
 
 /// CLIENT REPLY's modes.
@@ -797,6 +823,7 @@ impl Conn {
     pub fn new(id: u64, authed: bool) -> Conn {
         Conn {
             id,
+            repl_offset: 0,
             activity: None,
             authed,
             user: None,

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["storage"],
     &["types"],
     &["acl", "config", "routing", "blocked", "script", "pubsub", "slowlog", "latency", "pause"],
-    &["master_link"],
+    &["master_link", "replicas"],
     &["tracking"],
     &["state", "cluster"],
     &["commands"],

@@ -45,6 +45,8 @@ pub enum TimeoutReply {
     Null,
     /// The integer 0 (WAIT on a server no replica can acknowledge).
     Zero,
+    /// This integer (WAIT: the replicas that had acknowledged when it blocked).
+    Int(i64),
 }
 
 /// What a blocking command that found nothing waits for.
@@ -107,6 +109,7 @@ fn timeout_reply(kind: TimeoutReply, out: &mut Out) {
         TimeoutReply::NullArray => out.null_array(),
         TimeoutReply::Null => out.null(),
         TimeoutReply::Zero => out.int(0),
+        TimeoutReply::Int(n) => out.int(n),
     }
 }
 
@@ -277,7 +280,14 @@ fn rerun(sh: &Shared, id: u64, key: &[u8], line: &[Vec<u8>], resp3: bool) -> Opt
     conn.retry = Some(crate::state::Retry { key: key.to_vec(), still_blocked: false });
     let mut out = Out { buf: Vec::new(), resp3 };
     let started = Instant::now();
+    // A served command is a write of its own in the replication stream (`propagation`).
+    let top = super::propagation::enter(sh, &conn, cmd, line);
+    let begun = super::propagation::begin();
     let ok = run_handler(sh, cmd, &mut conn, line, &mut out);
+    super::propagation::end(sh, begun, db, cmd, line, ok);
+    if let Some(top) = top {
+        super::propagation::leave(top, &mut conn);
+    }
     if conn.retry.is_some_and(|r| r.still_blocked) {
         return None;
     }

@@ -112,6 +112,14 @@ pub fn restore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         Restored::Busy => return Err(BUSYKEY.into()),
         Restored::Written | Restored::Expired(_) => out.ok(),
     }
+    if ttl != 0 && !absttl && super::propagation::gathering() {
+        // Its replicas get the time it set, as RESTORE ... ABSTTL.
+        let mut words: Vec<Vec<u8>> = a.to_vec();
+        words[2] = expire_ms.to_string().into_bytes();
+        words.push(b"ABSTTL".to_vec());
+        let words: Vec<&[u8]> = words.iter().map(Vec::as_slice).collect();
+        super::propagation::replace(c.db, &words);
+    }
     set_use(&ks, &a[1], idle.map(|s| s as u64), freq.map(|n| u8::try_from(n).unwrap_or(u8::MAX)));
     Ok(())
 }

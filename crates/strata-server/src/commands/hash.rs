@@ -128,6 +128,8 @@ pub fn hincrby(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 /// HINCRBYFLOAT key field increment
 pub fn hincrbyfloat(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let v = hash::incr_by_float(&sh.keyspace(c.db), &a[1], &a[2], &a[3])?;
+    // Its replicas get the value it made.
+    super::propagation::replace(c.db, &[b"HSET", &a[1], &a[2], &v]);
     out.bulk(&v);
     Ok(())
 }

@@ -149,8 +149,7 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
                 }
                 t.push_str("\r\n");
             }
-            // No replication stream in standalone mode: its offsets are zero.
-            (None, None) => t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\r\n"),
+            (None, None) => master_section(sh, &mut t),
         }
     }
     if on("cpu") {
@@ -320,6 +319,39 @@ fn replica_section(sh: &Shared, link: &crate::master_link::LinkState, t: &mut St
         "0".repeat(40),
         link.full_syncs.load(Ordering::Relaxed),
         link.partial_syncs.load(Ordering::Relaxed),
+    );
+}
+
+/// INFO replication of a master: its replicas (`sync_source`) and its stream's offsets
+/// (`storage::backlog`), as redis-server lists them.
+fn master_section(sh: &Shared, t: &mut String) {
+    let replicas = sh.replicas.list();
+    let backlog = &sh.engine().backlog;
+    let end = backlog.offset();
+    let _ = write!(t, "# Replication\r\nrole:master\r\nconnected_slaves:{}\r\n", replicas.len());
+    for (i, r) in replicas.iter().enumerate() {
+        let _ = write!(
+            t,
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
+            r.ip,
+            r.port,
+            r.state.name(),
+            r.ack,
+            r.ack_at.elapsed().as_secs()
+        );
+    }
+    let (first, held) = backlog.held();
+    let active = backlog.is_active();
+    let size =
+        sh.params.read().get("repl-backlog-size").cloned().unwrap_or_else(|| "1048576".into());
+    let _ = write!(
+        t,
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{end}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{size}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n\r\n",
+        backlog.replid(),
+        "0".repeat(40),
+        u8::from(active),
+        if active { first + 1 } else { 0 },
+        if active { held } else { 0 },
     );
 }
 

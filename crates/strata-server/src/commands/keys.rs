@@ -100,6 +100,11 @@ fn expire_generic(
     let ms = v.checked_mul(unit as i64).ok_or_else(invalid)?;
     let at = if absolute { ms } else { ms.checked_add(ks.now_ms as i64).ok_or_else(invalid)? };
     let done = keys::expire(&ks, &a[1], at, cond)?;
+    // Its replicas get the time it set (a DEL when that time had passed: the key went).
+    if done {
+        let ms = u64::try_from(at).unwrap_or(0).max(1);
+        super::propagation::expire_at(db, &a[1], ms, crate::types::keyspace::past(ms, ks.now_ms));
+    }
     out.int(i64::from(done));
     Ok(())
 }

@@ -3,7 +3,7 @@
 use super::args::{int_arg, is, pop_count};
 use super::blocking::{self, seconds_timeout_arg, BlockRequest, TimeoutReply};
 use super::errors::{arity_err, CmdError, SYNTAX};
-use super::CmdResult;
+use super::{propagation, CmdResult};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::list::{self, End};
@@ -253,6 +253,18 @@ fn mpop_args(
     Ok((numkeys_at + 1..where_idx, end, count.unwrap_or(1)))
 }
 
+/// The running pop goes to the replicas as the LPOP or RPOP of what it took from `key`
+/// (with its count when `counted`).
+fn propagate_pop(db: usize, key: &[u8], end: End, n: usize, counted: bool) {
+    let name: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
+    let n = n.to_string();
+    if counted {
+        propagation::replace(db, &[name, key, n.as_bytes()]);
+    } else {
+        propagation::replace(db, &[name, key]);
+    }
+}
+
 fn reply_popped(out: &mut Out, key: &[u8], vals: &[Vec<u8>]) {
     out.array(2);
     out.bulk(key);
@@ -267,7 +279,10 @@ pub fn lmpop(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     let (keys, end, count) = mpop_args(a, 1)?;
     match list::pop_first(&sh.keyspace(c.db), &a[keys], end, count)? {
         None => out.null_array(),
-        Some((key, vals)) => reply_popped(out, &key, &vals),
+        Some((key, vals)) => {
+            propagate_pop(c.db, &key, end, vals.len(), true);
+            reply_popped(out, &key, &vals);
+        }
     }
     Ok(())
 }
@@ -302,6 +317,7 @@ fn bpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], end: End, out: &mut Out) ->
     let keys = &a[1..a.len() - 1];
     match pop_ready(sh, conn.db, conn, keys, end, 1)? {
         Some((key, vals)) => {
+            propagate_pop(conn.db, &key, end, vals.len(), false);
             out.array(2);
             out.bulk(&key);
             out.bulk(vals.first().map_or(&[][..], |v| v.as_slice()));
@@ -327,6 +343,7 @@ pub fn blmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cmd
     let (keys, end, count) = mpop_args(a, 2)?;
     match pop_ready(sh, conn.db, conn, &a[keys.clone()], end, count)? {
         Some((key, vals)) => {
+            propagate_pop(conn.db, &key, end, vals.len(), true);
             reply_popped(out, &key, &vals);
             Ok(())
         }
@@ -356,6 +373,10 @@ fn bmove(
     };
     match moved {
         Some(v) => {
+            // Its replicas move what it moved, without waiting.
+            let side =
+                |e: End| if e == End::Left { b"LEFT".as_slice() } else { b"RIGHT".as_slice() };
+            propagation::replace(conn.db, &[b"LMOVE", &a[1], &a[2], side(from), side(to)]);
             out.bulk(&v);
             Ok(())
         }

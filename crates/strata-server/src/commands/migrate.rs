@@ -159,6 +159,12 @@ pub fn migrate(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     }
     if !moved.is_empty() {
         crate::types::keys::delete(&ks, &moved)?;
+        // Its replicas delete what it moved (they do not migrate it again).
+        let mut words: Vec<&[u8]> = vec![b"DEL"];
+        words.extend(moved.iter().map(Vec::as_slice));
+        super::propagation::replace(c.db, &words);
+    } else {
+        crate::storage::propagated::replace_with_nothing();
     }
     if let Some(e) = target_error {
         let text = String::from_utf8_lossy(e.trim_ascii_end().strip_prefix(b"-").unwrap_or(&e));

@@ -39,6 +39,7 @@ pub mod monitor;
 pub mod multi;
 pub mod oom;
 pub mod persistence;
+pub mod propagation;
 pub mod pubsub;
 pub mod replication;
 pub mod scripting;
@@ -966,6 +967,10 @@ pub fn dispatch_found(
     // The commands that look at keys without using them (Redis's LOOKUP_NOTOUCH) leave
     // OBJECT IDLETIME's clock alone (`storage::access`).
     let reply_at = out.buf.len();
+    // The replication stream: a top-level write holds its keys until its entry is in.
+    let db_at_start = conn.db;
+    let top = propagation::enter(sh, conn, cmd, args);
+    let begun = propagation::begin();
     let ok = if matches!(
         cmd.name,
         "ttl" | "pttl" | "expiretime" | "pexpiretime" | "type" | "exists" | "object"
@@ -974,6 +979,10 @@ pub fn dispatch_found(
     } else {
         run_handler(sh, cmd, conn, args, out)
     };
+    propagation::end(sh, begun, db_at_start, cmd, args, ok);
+    if let Some(top) = top {
+        propagation::leave(top, conn);
+    }
     // A script that answers with an error failed (its error was counted where it arose), as
     // Redis counts its `failed_calls`.
     let ok = ok

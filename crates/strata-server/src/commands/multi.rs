@@ -237,8 +237,11 @@ pub fn exec(sh: &Shared, conn: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdRe
     if let Err(e) = sh.dbs.store(first_db).commit_overlay(&keys, wide) {
         conn.touched.clear();
         crate::types::notify::discard();
+        super::propagation::discard_gathered();
         return Err(crate::types::TypeError::from(e).into());
     }
+    // Its writes go to the replicas as one transaction, under its locks.
+    super::propagation::append_gathered(sh, conn);
     out.array(m.queued.len());
     out.buf.extend_from_slice(&body.buf);
     Ok(())

@@ -1,9 +1,9 @@
 //! REPLICAOF (and its old name SLAVEOF): this server follows a Redis master
 //! (`crate::master_link`, the link in `crate::replicaof`), or stops following one. And the
-//! other direction's first part: REPLCONF, then SYNC or PSYNC, which send the dataset as one
-//! RDB (`crate::sync_source`) to a client that asked for it alone (`REPLCONF rdb-only 1`, as
-//! `redis-cli --rdb` and `--functions-rdb` ask). A replica that wants the stream of writes
-//! after the RDB is refused: this server streams none (`docs/redis-compat.md`).
+//! other direction: REPLCONF, then SYNC or PSYNC, which send the dataset as one RDB
+//! (`crate::sync_source`), alone to a client that asked for it alone (`REPLCONF rdb-only 1`,
+//! as `redis-cli --rdb` and `--functions-rdb` ask), else followed by the replication stream
+//! (a replica; `docs/redis-compat.md`).
 //!
 //! As redis-server 7.0: NO ONE makes the server a master again, keeping its dataset; a
 //! master already followed is answered "Already connected to specified master"; a new one
@@ -50,8 +50,8 @@ pub fn replicaof(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cmd
 
 /// REPLCONF option value [option value ...]: what a client about to SYNC says of itself,
 /// each pair taken as it is read (an error stops at its pair), as redis-server 7.0 takes
-/// them. `ack` and `getack` get no reply: this server has no replica (ACK's sender) and
-/// asks its master for nothing (GETACK is answered on the link, `crate::replicaof`).
+/// them. `ack` and `getack` get no reply: a replica's ACKs are read by its sender
+/// (`crate::sync_source::stream`), and GETACK is answered on the link (`crate::replicaof`).
 pub fn replconf(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if a.len().is_multiple_of(2) {
         return Err(SYNTAX.into());
@@ -59,8 +59,9 @@ pub fn replconf(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     for pair in a[1..].chunks_exact(2) {
         let (option, value) = (&pair[0], &pair[1]);
         if is(option, "listening-port") {
-            // Checked as Redis checks it; nothing lists replicas here (no stream follows).
-            parse_int_strict(value).ok_or(NOT_INT)?;
+            // Checked as Redis checks it; INFO lists the replica with it.
+            let port = parse_int_strict(value).ok_or(NOT_INT)?;
+            c.replconf.listening_port = u16::try_from(port).unwrap_or(0);
         } else if is(option, "ip-address") {
             // Redis's NET_HOST_STR_LEN.
             if value.len() >= 46 {
@@ -111,17 +112,19 @@ pub fn replconf(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     Ok(())
 }
 
-/// What a client asking for the RDB alone is told when it asks for the stream too.
-pub const NO_STREAM: &str = "ERR this server sends its dataset as an RDB only to a client \
-that asked for it alone (REPLCONF rdb-only 1, as redis-cli --rdb does): it streams no writes \
-to replicas";
+/// What a replica asking a replica for the stream is told (module doc).
+pub const NO_CHAINING: &str = "ERR this server is a replica: it streams no writes to \
+replicas of its own (a replica of a replica); its dataset is sent as an RDB alone (REPLCONF \
+rdb-only 1)";
 
 /// SYNC, and PSYNC replid offset: the dataset as one RDB, sent once the replies before it
-/// are out; the connection closes after it (`crate::sync_source`). Refused as redis-server
+/// are out, then the replication stream, or only the stream after the offset asked when
+/// it is still held (`crate::sync_source`); a client that asked for the RDB alone is
+/// closed after it. Refused as redis-server
 /// refuses it (a replica whose link is down, a filtered RDB to a client that cannot read
 /// one ended by a mark, PSYNC FAILOVER to a master, a PSYNC offset that is no integer), in
-/// cluster mode (its nodes replicate through Raft), and to a client that wants the stream of
-/// writes after the RDB ([`NO_STREAM`]).
+/// cluster mode (its nodes replicate through Raft), and the stream by a server that is a
+/// replica itself ([`NO_CHAINING`]: its full syncs from its master would not reach them).
 pub fn sync(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdResult {
     let psync = is(&a[0], "psync");
     if psync && a.len() > 3 && is(&a[3], "failover") && !sh.master_link.following() {
@@ -141,13 +144,25 @@ pub fn sync(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdResult 
 Raft (docs/replication.md)"
             .into());
     }
-    if !c.replconf.rdb_only {
-        return Err(NO_STREAM.into());
+    let stream = !c.replconf.rdb_only;
+    if stream && sh.master_link.following() {
+        return Err(NO_CHAINING.into());
     }
     let filtered = c.replconf.filtered;
-    c.sync =
-        Some(SyncRequest { psync, keys: !filtered, functions: !filtered || c.replconf.functions });
-    // No reply: the transfer is the answer, and the connection ends with it.
+    let resume = psync
+        .then(|| parse_int_strict(&a[2]).map(|o| (a[1].clone(), o)))
+        .flatten()
+        .filter(|(id, o)| *o > 0 && id.as_slice() == sh.engine().backlog.replid().as_bytes())
+        .map(|(_, o)| o as u64);
+    c.sync = Some(SyncRequest {
+        psync,
+        keys: !filtered,
+        functions: !filtered || c.replconf.functions,
+        stream,
+        resume,
+        port: c.replconf.listening_port,
+    });
+    // No reply: the transfer is the answer; the connection is the replica's from now on.
     c.close = true;
     Ok(())
 }

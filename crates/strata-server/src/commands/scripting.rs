@@ -334,8 +334,11 @@ pub(super) fn atomically(
         let named: Vec<&[u8]> = host.keys.iter().map(Vec::as_slice).collect();
         sh.dbs.store(conn.db).commit_overlay(&named, host.wide).map_err(|e| {
             crate::types::notify::discard();
+            super::propagation::discard_gathered();
             crate::types::TypeError::from(e)
         })?;
+        // Its writes go to the replicas as one transaction, under its locks.
+        super::propagation::append_gathered(sh, conn);
         out.buf.extend_from_slice(&reply.buf);
         Ok(())
     })?;

@@ -38,13 +38,19 @@ pub fn echo(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
 }
 
 /// WAIT numreplicas timeout: how many replicas hold this connection's acknowledged writes.
-/// A standalone server has none: 0, at once when no replica is asked for (or inside MULTI),
-/// else when the timeout passes (0: never), the client blocked meanwhile as Redis blocks it.
+/// A standalone server counts its replicas (`sync_source`) whose acknowledged offset reached
+/// the stream's end after the connection's last write: at once when enough do (or inside
+/// MULTI), else after asking them (REPLCONF GETACK in the stream) when enough do or the
+/// timeout passes (0: never; off the async workers meanwhile). With no replica, 0 when the
+/// timeout passes, the client blocked meanwhile as Redis blocks it.
 /// In cluster mode every partition this node leads is asked (its writes went through their
 /// groups): the fewest replicas besides this node whose log holds what the partition's log
 /// held when WAIT came, waited for (off the async workers) until that reaches
 /// `numreplicas` or the timeout passes. Every write was acknowledged after a majority of its
 /// partition's replicas had it, so the count is at least a majority less one.
+/// The key a WAIT for replicas blocks on: served at each acknowledgement (`sync_source`).
+pub const ACKED: &[u8] = b"\x00replicas-acknowledged";
+
 pub fn wait(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if sh.master_link.following() {
         return Err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".into());
@@ -57,9 +63,28 @@ pub fn wait(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     }
     let timeout = (ms > 0).then(|| std::time::Duration::from_millis(ms as u64));
     let Some(router) = sh.router.as_ref() else {
-        if want <= 0 || c.in_exec {
-            out.int(0);
+        // The replicas that acknowledged this connection's last write (`sync_source`); a
+        // re-run after an acknowledgement (`blocking`) carries that offset as a 4th word.
+        let at = a.get(3).and_then(|w| parse_int_strict(w)).map_or(c.repl_offset, |v| v as u64);
+        let count = sh.replicas.holding(at);
+        if want <= count as i64 || c.in_exec {
+            out.int(count as i64);
             return Ok(());
+        }
+        if !sh.replicas.list().is_empty() {
+            if a.len() == 3 {
+                // Asked now rather than at their next second's acknowledgement.
+                sh.engine().backlog.append_raw(&[b"REPLCONF", b"GETACK", b"*"]);
+            }
+            let mut line = a[..3].to_vec();
+            line.push(at.to_string().into_bytes());
+            let req = super::blocking::BlockRequest {
+                keys: vec![ACKED.to_vec()],
+                timeout,
+                on_timeout: super::blocking::TimeoutReply::Int(count as i64),
+                retry: Some(line),
+            };
+            return super::blocking::block(sh, c, a, req, out);
         }
         let req = super::blocking::BlockRequest {
             keys: Vec::new(),
@@ -1022,10 +1047,18 @@ pub fn role(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResul
         return Ok(());
     }
     let Some(router) = sh.router.as_ref() else {
+        // A master: its stream's offset and its replicas (`sync_source`).
+        let replicas = sh.replicas.list();
         out.array(3);
         out.bulk(b"master");
-        out.int(0);
-        out.array(0);
+        out.int(sh.engine().backlog.offset() as i64);
+        out.array(replicas.len());
+        for r in &replicas {
+            out.array(3);
+            out.bulk(r.ip.as_bytes());
+            out.bulk(r.port.to_string().as_bytes());
+            out.bulk(r.ack.to_string().as_bytes());
+        }
         return Ok(());
     };
     let l = router.layout();

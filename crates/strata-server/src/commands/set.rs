@@ -92,7 +92,14 @@ pub fn scard(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
 
 pub fn spop(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let count = pop_count(a)?.map(|c| c as usize);
-    match (set::pop(&sh.keyspace(c.db), &a[1], count.unwrap_or(1))?, count) {
+    let popped = set::pop(&sh.keyspace(c.db), &a[1], count.unwrap_or(1))?;
+    // Its replicas remove what it chose.
+    if let Some(v) = popped.as_ref().filter(|v| !v.is_empty() && super::propagation::gathering()) {
+        let mut words: Vec<&[u8]> = vec![b"SREM", &a[1]];
+        words.extend(v.iter().map(Vec::as_slice));
+        super::propagation::replace(c.db, &words);
+    }
+    match (popped, count) {
         (None, Some(_)) => out.set(0),
         (None, None) => out.null(),
         (Some(v), None) => out.opt_bulk(v.first().map(|x| x.as_slice())),

@@ -198,10 +198,38 @@ pub fn xadd(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
     let pairs = &a[p.id_at + 1..];
     let ks = sh.keyspace(c.db);
     match entries::add(&ks, &a[1], new, p.nomkstream, p.trim.as_ref(), pairs)? {
-        Some(id) => reply_id(out, id),
+        Some(id) => {
+            if super::propagation::gathering() {
+                // Its replicas add the id it chose, and trim to the entry its trim kept
+                // first (an approximate trim keeps what this server's nodes kept).
+                let id = id.to_string();
+                let first = p.trim.is_some().then(|| first_id(&ks, &a[1])).transpose()?;
+                let mut words: Vec<&[u8]> = vec![b"XADD", &a[1]];
+                if p.nomkstream {
+                    words.push(b"NOMKSTREAM");
+                }
+                let first = first.flatten().map(|f| f.to_string());
+                if let Some(f) = &first {
+                    words.extend([b"MINID".as_slice(), b"=", f.as_bytes()]);
+                }
+                words.push(id.as_bytes());
+                words.extend(pairs.iter().map(Vec::as_slice));
+                super::propagation::replace(c.db, &words);
+            }
+            reply_id(out, id);
+        }
         None => out.null(),
     }
     Ok(())
+}
+
+/// The id of `key`'s first entry, if it has one.
+fn first_id(
+    ks: &crate::types::keyspace::Keyspace,
+    key: &[u8],
+) -> Result<Option<StreamId>, CmdError> {
+    let first = entries::range(ks, key, StreamId::MIN, StreamId::MAX, Some(1), false)?;
+    Ok(first.and_then(|v| v.first().map(|e| e.id)))
 }
 
 /// XLEN key
@@ -259,7 +287,18 @@ pub fn xdel(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
 pub fn xtrim(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let p = parse_add_trim(sh, a, false)?;
     let Some(t) = p.trim else { return Err(SYNTAX.into()) };
-    out.int(entries::trim(&sh.keyspace(c.db), &a[1], &t)? as i64);
+    let ks = sh.keyspace(c.db);
+    let n = entries::trim(&ks, &a[1], &t)?;
+    if n > 0 && super::propagation::gathering() {
+        // Its replicas trim to the entry it kept first (or to nothing).
+        match first_id(&ks, &a[1])?.map(|f| f.to_string()) {
+            Some(f) => {
+                super::propagation::replace(c.db, &[b"XTRIM", &a[1], b"MINID", b"=", f.as_bytes()]);
+            }
+            None => super::propagation::replace(c.db, &[b"XTRIM", &a[1], b"MAXLEN", b"=", b"0"]),
+        }
+    }
+    out.int(n as i64);
     Ok(())
 }
 

@@ -2,9 +2,10 @@
 
 use super::args::{int_arg, is};
 use super::errors::{arity_err, CmdError, OVERFLOW, SYNTAX};
-use super::CmdResult;
+use super::{propagation, CmdResult};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
+use crate::storage::propagated;
 use crate::types::string::{self, Condition, Expiry, ExpiryChange};
 
 pub fn get(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
@@ -33,6 +34,13 @@ pub fn expire_at(
         return Err(invalid().into());
     }
     Ok(at)
+}
+
+/// The running SET, SETEX or PSETEX goes to the replicas as `SET key value PXAT at`.
+fn set_pxat(db: usize, key: &[u8], value: &[u8], at: u64) {
+    if propagation::gathering() {
+        propagation::replace(db, &[b"SET", key, value, b"PXAT", at.to_string().as_bytes()]);
+    }
 }
 
 /// The expiry option of SET or GETEX: which one, and its argument.
@@ -142,6 +150,10 @@ pub fn set(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
         _ => Condition::Always,
     };
     let done = string::set(&ks, &a[1], a[2].clone(), condition, expiry, o.get)?;
+    // Its replicas get the time it set, not one counted from when they read it.
+    if let (true, Expiry::At(at)) = (done.written, expiry) {
+        set_pxat(c.db, &a[1], &a[2], at);
+    }
     if o.get {
         out.opt_bulk(done.old.as_deref());
     } else if done.written {
@@ -172,6 +184,13 @@ pub fn getex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         None => ExpiryChange::Keep,
     };
     let v = string::get_ex(&ks, &a[1], change)?;
+    // Its replicas get what it changed: a PEXPIREAT of the time it set (a DEL for one that
+    // had passed), a PERSIST, or nothing.
+    match (v.is_some(), change) {
+        (true, ExpiryChange::At(at)) => propagation::expire_at(c.db, &a[1], at, at <= ks.now_ms),
+        (true, ExpiryChange::Persist) => propagation::replace(c.db, &[b"PERSIST", &a[1]]),
+        _ => propagated::replace_with_nothing(),
+    }
     out.opt_bulk(v.as_deref());
     Ok(())
 }
@@ -228,6 +247,8 @@ pub fn setbit(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 /// INCRBYFLOAT key increment
 pub fn incrbyfloat(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let v = string::incr_by_float(&sh.keyspace(c.db), &a[1], &a[2])?;
+    // Its replicas get the value it made (their float arithmetic could differ).
+    propagation::replace(c.db, &[b"SET", &a[1], &v, b"KEEPTTL"]);
     out.bulk(&v);
     Ok(())
 }
@@ -313,6 +334,7 @@ fn set_with_ttl(
     let ks = sh.keyspace(db);
     let at = expire_at(&a[2], unit, false, cmd, ks.now_ms)?;
     string::set_expiring(&ks, &a[1], a[3].clone(), at)?;
+    set_pxat(db, &a[1], &a[3], at);
     out.ok();
     Ok(())
 }
@@ -334,6 +356,9 @@ pub fn getset(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 
 pub fn getdel(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let old = string::get_del(&sh.keyspace(c.db), &a[1])?;
+    if old.is_some() {
+        propagation::replace(c.db, &[b"DEL", &a[1]]);
+    }
     out.opt_bulk(old.as_deref());
     Ok(())
 }

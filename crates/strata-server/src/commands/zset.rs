@@ -300,6 +300,18 @@ fn pop_first(
     Ok(None)
 }
 
+/// The running pop goes to the replicas as the ZPOPMIN or ZPOPMAX of what it took from
+/// `key` (with its count when `counted`).
+fn propagate_pop(db: usize, key: &[u8], end: End, n: usize, counted: bool) {
+    let name: &[u8] = if end == End::Min { b"ZPOPMIN" } else { b"ZPOPMAX" };
+    let n = n.to_string();
+    if counted {
+        super::propagation::replace(db, &[name, key, n.as_bytes()]);
+    } else {
+        super::propagation::replace(db, &[name, key]);
+    }
+}
+
 fn reply_mpopped(out: &mut Out, key: &[u8], items: &zset::Scored) {
     out.array(2);
     out.bulk(key);
@@ -317,7 +329,10 @@ fn reply_mpopped(out: &mut Out, key: &[u8], items: &zset::Scored) {
 pub fn zmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (keys, end, count) = mpop_args(a, 1)?;
     match pop_first(sh, conn.db, conn, &a[keys], end, count)? {
-        Some((key, items)) => reply_mpopped(out, &key, &items),
+        Some((key, items)) => {
+            propagate_pop(conn.db, &key, end, items.len(), true);
+            reply_mpopped(out, &key, &items);
+        }
         None => out.null_array(),
     }
     Ok(())
@@ -328,6 +343,7 @@ fn bzpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], end: End, out: &mut Out) -
     let keys = &a[1..a.len() - 1];
     match pop_first(sh, conn.db, conn, keys, end, 1)? {
         Some((key, items)) => {
+            propagate_pop(conn.db, &key, end, items.len(), false);
             let (s, mem) = &items[0];
             out.array(3);
             out.bulk(&key);
@@ -363,6 +379,7 @@ pub fn bzmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cmd
     let (keys, end, count) = mpop_args(a, 2)?;
     match pop_first(sh, conn.db, conn, &a[keys.clone()], end, count)? {
         Some((key, items)) => {
+            propagate_pop(conn.db, &key, end, items.len(), true);
             reply_mpopped(out, &key, &items);
             Ok(())
         }

@@ -306,6 +306,7 @@ impl Databases {
             scan_steps: AtomicU64::new(0),
             field_deltas: AtomicU64::new(0),
             expired_kept: std::sync::atomic::AtomicBool::new(false),
+            backlog: super::backlog::Backlog::default(),
             replicate: OnceLock::new(),
             meta_merges: meta_merge.is_some(),
             layout_rank: std::sync::atomic::AtomicU8::new(layout_rank),

@@ -19,12 +19,14 @@
 //! ([`meta_cache`]), where pops start ([`pop_hints`]), shared WAL syncs ([`sync_group`]),
 //! replicated writes in flight ([`pending`]), the keys with an expiry by due time ([`due`]),
 //! an EXEC's writes not yet written, which its commands read ([`overlay`]), a slot's records
-//! as a move copies them ([`moving`]), and the compaction filter that applies the types
+//! as a move copies them ([`moving`]), the replication stream and what the running command
+//! puts in it ([`backlog`], [`propagated`]), and the compaction filter that applies the types
 //! layer's stale sub-key rule ([`filter`]).
 //! Errors are the engine's ([`strata::Error`]), or [`OpenError`] and
 //! [`sync_group::SyncError`] where the engine is not the cause.
 
 pub mod access;
+pub mod backlog;
 pub mod databases;
 pub mod due;
 pub mod filter;
@@ -36,6 +38,7 @@ pub mod overlay;
 pub mod pending;
 pub mod pop_hints;
 pub mod prehashed;
+pub mod propagated;
 pub mod snapshot_view;
 pub mod sync_group;
 
@@ -344,6 +347,8 @@ pub struct Engine {
     /// it absent; active expiry deletes nothing, nor does a read, and the compaction filter
     /// keeps its sub-keys.
     pub expired_kept: AtomicBool,
+    /// The replication stream this server sends its replicas (`backlog`).
+    pub backlog: backlog::Backlog,
     /// Set in cluster mode: writes go through it instead of straight to the engine.
     replicate: OnceLock<Arc<dyn Replicate>>,
     /// Whether the metadata families have a merge operator (`Store::merge_meta`).
@@ -493,6 +498,9 @@ impl Engine {
     /// once the batch is applied here. Either way the key-lock stripes the caller holds stay
     /// marked until then, so no other writer of those keys reads the state before it.
     pub fn write(&self, batch: WriteBatch) -> Result<(), WriteError> {
+        if !batch.is_empty() {
+            propagated::wrote();
+        }
         // Inside EXEC: gathered, written by `commit_overlay`; the notes stay until then.
         if overlay::add(&batch) {
             return Ok(());

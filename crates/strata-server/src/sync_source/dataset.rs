@@ -69,6 +69,30 @@ impl From<std::io::Error> for DatasetError {
     }
 }
 
+/// The dataset of one moment: an engine snapshot, the databases' stores at it, and the
+/// function libraries.
+pub struct Moment {
+    snapshot: strata::Snapshot<'static>,
+    stores: Vec<Option<Arc<Store>>>,
+    libraries: Vec<crate::script::library::Library>,
+}
+
+/// The dataset as of now. For a replica's stream to start where it ends, the caller holds
+/// every key lock (`storage::backlog`).
+pub fn moment(sh: &Shared) -> Moment {
+    let _pin = sh.dbs.pin(false);
+    moment_pinned(sh)
+}
+
+/// [`moment`] by a caller that pinned the databases' map.
+pub fn moment_pinned(sh: &Shared) -> Moment {
+    let snapshot = sh.engine().db.snapshot();
+    let stores: Vec<Option<Arc<Store>>> = (0..sh.config.databases)
+        .map(|db| sh.dbs.store_of_set(sh.dbs.set_of(db)).cloned())
+        .collect();
+    Moment { snapshot, stores, libraries: sh.scripts.libraries() }
+}
+
 /// Writes `what` of the dataset as of now to `w` (give it a buffered writer) and returns
 /// the writer with what was written; stops with [`DatasetError::Stopped`] between keys once
 /// `stop` is set.
@@ -78,14 +102,18 @@ pub fn write<W: Write>(
     what: Contents,
     stop: &AtomicBool,
 ) -> Result<(W, Written), DatasetError> {
-    let (snapshot, stores, libraries) = {
-        let _pin = sh.dbs.pin(false);
-        let snapshot = sh.engine().db.snapshot();
-        let stores: Vec<Option<Arc<Store>>> = (0..sh.config.databases)
-            .map(|db| sh.dbs.store_of_set(sh.dbs.set_of(db)).cloned())
-            .collect();
-        (snapshot, stores, sh.scripts.libraries())
-    };
+    write_at(sh, moment(sh), w, what, stop)
+}
+
+/// Writes `what` of the dataset of `at`, as [`write`] does.
+pub fn write_at<W: Write>(
+    sh: &Shared,
+    at: Moment,
+    w: W,
+    what: Contents,
+    stop: &AtomicBool,
+) -> Result<(W, Written), DatasetError> {
+    let Moment { snapshot, stores, libraries } = at;
     let now = now_ms();
     let ctime = (now / 1000).to_string();
     let aux: [(&str, &[u8]); 4] = [

@@ -1,6 +1,7 @@
 //! Sending the dataset to a client that asked for it with SYNC or PSYNC
 //! (`commands::replication`): the connection's task carries the transfer once the replies
-//! before the command are out, and the connection closes after it.
+//! before the command are out. A client that asked for the RDB alone (`REPLCONF rdb-only
+//! 1`) is closed after it; a replica is sent the replication stream after it (`stream`).
 //!
 //! ```text
 //! PSYNC only:  +FULLRESYNC <replid> <offset>\r\n
@@ -11,11 +12,11 @@
 //! The RDB (`dataset`) is written first to a file in the data directory, unlinked as soon as
 //! it is made (a process killed during a transfer leaves nothing behind), so that its length
 //! is known for a reader without `capa eof`; the keep-alives tell the reader the server is
-//! still at it. A reader that leaves stops the writing at the next key. The offset of
-//! `+FULLRESYNC` is 0 and its id all zeros: this server keeps no stream of writes, and grants
-//! a transfer only to a client that asked for the RDB alone.
+//! still at it. A reader that leaves stops the writing at the next key. For the RDB alone,
+//! `+FULLRESYNC`'s id is all zeros and its offset 0 (no stream follows).
 
 pub mod dataset;
+pub mod stream;
 
 use std::io::{BufWriter, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,11 +36,17 @@ const KEEP_ALIVE: Duration = Duration::from_secs(1);
 /// How much of the file goes to the socket per write.
 const CHUNK: usize = 256 * 1024;
 
-/// Carries the transfer `req` on `sock` (the connection's), saying on stderr how it went.
+/// Carries the transfer `req` on `sock` (the connection's), saying on stderr how it went:
+/// the RDB alone, or a replica's dataset and stream (`stream`).
 pub async fn serve(sh: &Arc<Shared>, sock: &mut TcpStream, client: u64, req: SyncRequest) {
+    if req.stream {
+        stream::serve(sh, sock, client, req).await;
+        return;
+    }
     let who = sock.peer_addr().map_or_else(|_| "?".to_string(), |a| a.to_string());
     eprintln!("Replica {who} (client {client}) asks for the RDB alone");
-    match transfer(sh, sock, client, &req).await {
+    let resync = req.psync.then(|| format!("+FULLRESYNC {} 0\r\n", "0".repeat(40)));
+    match transfer(sh, sock, client, &req, resync, None).await {
         Ok((bytes, keys)) => {
             eprintln!("RDB transfer to {who} done: {keys} keys, {bytes} bytes");
         }
@@ -47,14 +54,17 @@ pub async fn serve(sh: &Arc<Shared>, sock: &mut TcpStream, client: u64, req: Syn
     }
 }
 
+/// Sends `resync` (PSYNC's `+FULLRESYNC` line) and then the RDB of `at` (of now when
+/// `None`) on `sock`: the bytes and keys sent.
 async fn transfer(
     sh: &Arc<Shared>,
     sock: &mut TcpStream,
     client: u64,
     req: &SyncRequest,
+    resync: Option<String>,
+    at: Option<dataset::Moment>,
 ) -> Result<(u64, u64), String> {
-    if req.psync {
-        let line = format!("+FULLRESYNC {} 0\r\n", "0".repeat(40));
+    if let Some(line) = resync {
         sock.write_all(line.as_bytes()).await.map_err(|e| format!("writing to the reader: {e}"))?;
     }
     let path = sh.config.dir.join(format!("{PREFIX}{}-{client}.rdb", std::process::id()));
@@ -62,7 +72,7 @@ async fn transfer(
     let what = Contents { keys: req.keys, functions: req.functions };
     let writing = {
         let (sh, stop, path) = (sh.clone(), stop.clone(), path.clone());
-        tokio::task::spawn_blocking(move || write_file(&sh, &path, what, &stop))
+        tokio::task::spawn_blocking(move || write_file(&sh, &path, what, at, &stop))
     };
     tokio::pin!(writing);
     let mut tick = tokio::time::interval(KEEP_ALIVE);
@@ -96,6 +106,7 @@ fn write_file(
     sh: &Shared,
     path: &std::path::Path,
     what: Contents,
+    at: Option<dataset::Moment>,
     stop: &AtomicBool,
 ) -> Result<(std::fs::File, u64, u64), String> {
     let file = std::fs::OpenOptions::new()
@@ -108,8 +119,9 @@ fn write_file(
     // refuses (the name stays), the file is removed when the transfer ends.
     let unlinked = std::fs::remove_file(path).is_ok();
     let out = (|| {
-        let (w, written) = dataset::write(sh, BufWriter::with_capacity(CHUNK, file), what, stop)
-            .map_err(|e| e.to_string())?;
+        let w = BufWriter::with_capacity(CHUNK, file);
+        let at = at.unwrap_or_else(|| dataset::moment(sh));
+        let (w, written) = dataset::write_at(sh, at, w, what, stop).map_err(|e| e.to_string())?;
         let mut file = w.into_inner().map_err(|e| e.error().to_string())?;
         let len = file.stream_position().map_err(|e| e.to_string())?;
         file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;

@@ -9,7 +9,7 @@ use super::metadata::{Kind, Meta};
 use super::notify::{self, Notifier};
 use super::stream::NodeLimits;
 use super::subkey;
-use crate::storage::{MetaRead, Store};
+use crate::storage::{propagated, MetaRead, Store};
 use std::time::{SystemTime, UNIX_EPOCH};
 use strata::{ColumnFamily, WriteBatch};
 
@@ -50,7 +50,13 @@ pub fn delete_expired<K: AsRef<[u8]>>(
     if gone.is_empty() {
         return Ok(0);
     }
-    st.write(b)?;
+    // A write of its own in the replication stream: the DELs go out under the keys' locks.
+    let entered = st.backlog.enter();
+    propagated::as_expiry(|| st.write(b))?;
+    if entered.active() {
+        propagated::expired(&st.backlog, db, &gone);
+    }
+    drop(entered);
     for key in &gone {
         notifier.count_expired();
         notifier.raise(db, notify::EXPIRED, "expired", key);

@@ -31,6 +31,7 @@ mod migrate;
 mod pipelining;
 mod pubsub;
 mod replicaof;
+mod replication_stream;
 mod resp3;
 mod scripting;
 mod sync_source;

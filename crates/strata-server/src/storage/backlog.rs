@@ -1,0 +1,417 @@
+//! The replication backlog: the stream of writes a master sends its replicas after their
+//! dataset (Redis's replication stream, `sync_source`), and how the writers append to it in
+//! an order consistent with the dataset a replica was sent.
+//!
+//! ```text
+//! the stream:  one RESP array of bulk strings per command, as a client sends it
+//!              *<argc>\r\n  then per argument  $<len>\r\n<bytes>\r\n
+//!              *2\r\n$6\r\nSELECT\r\n$<n>\r\n<db>\r\n  before a command whose database is
+//!              not the one the stream last selected (and before the first after a
+//!              dataset was taken: `forget_selected`)
+//! offsets:     bytes of the stream since the server started (Redis's
+//!              `master_repl_offset`); a replica sent the dataset of offset N reads the
+//!              stream from byte N on, and later asks PSYNC <replid> <N+1>
+//! ```
+//!
+//! The stream exists once a replica first asked for it ([`Backlog::activate`]); before,
+//! writers pay one check. From then on every write command holds its keys' locks until
+//! its stream entry is appended (`commands::propagation`), and a dataset is taken under
+//! every lock with the stream's end offset: each write is then in the dataset or after
+//! its offset, never both nor neither. Activation waits for the writes that began before
+//! it and found it off ([`Backlog::enter`]) to end, so none of them straddles it.
+//!
+//! Memory: the last `repl-backlog-size` bytes are kept for partial resyncs (PSYNC), and
+//! more while a connected replica still has to read them, up to `hard_limit` behind the
+//! end (Redis's `client-output-buffer-limit replica`): a replica that far behind is
+//! dropped ([`Reader::dropped`]) and resyncs in full.
+
+use parking_lot::Mutex;
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// In-flight counters of writes that found the stream off, spread over cache lines by
+/// thread.
+const SLOTS: usize = 16;
+
+#[repr(align(64))]
+#[derive(Default)]
+struct Slot(AtomicU32);
+
+thread_local! {
+    static SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+fn thread_slot() -> usize {
+    SLOT.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % SLOTS);
+        }
+        s.get()
+    })
+}
+
+/// The backlog of one server.
+pub struct Backlog {
+    active: AtomicBool,
+    activating: Mutex<()>,
+    slots: [Slot; SLOTS],
+    inner: Mutex<Inner>,
+    /// The stream's end offset, for the readers waiting for more.
+    end: tokio::sync::watch::Sender<u64>,
+    /// Redis's `master_replid`: 40 hex digits drawn at start.
+    replid: String,
+}
+
+struct Inner {
+    buf: VecDeque<u8>,
+    /// Offset of `buf[0]`.
+    first: u64,
+    /// The database the stream last selected (`None`: the next entry selects).
+    selected: Option<usize>,
+    /// `repl-backlog-size`.
+    size: usize,
+    /// How far behind the end a reader may fall before it is dropped.
+    hard_limit: u64,
+    readers: Vec<Arc<Reader>>,
+}
+
+/// A replica reading the stream: where it has read to, kept by its sender.
+#[derive(Debug)]
+pub struct Reader {
+    at: AtomicU64,
+    dropped: AtomicBool,
+}
+
+impl Reader {
+    /// Where it has read to.
+    pub fn at(&self) -> u64 {
+        self.at.load(Ordering::Acquire)
+    }
+
+    /// Whether it fell so far behind that its bytes were let go: its replica must resync.
+    pub fn dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+}
+
+/// Why bytes could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gone {
+    /// They were let go (the reader fell behind the backlog's start).
+    Trimmed,
+}
+
+/// A write under way ([`Backlog::enter`]): whether it appends to the stream.
+pub struct Entered<'a> {
+    slot: Option<&'a AtomicU32>,
+    active: bool,
+}
+
+impl Entered<'_> {
+    /// Whether the stream is on for this write: it holds its keys' locks until its entry is
+    /// appended.
+    pub fn active(&self) -> bool {
+        self.active
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.slot {
+            s.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// One command of the stream: its database and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub db: usize,
+    pub argv: Vec<Vec<u8>>,
+}
+
+impl Default for Backlog {
+    fn default() -> Self {
+        let replid: String = (0..40)
+            .map(|_| char::from(b"0123456789abcdef"[rand::random::<u8>() as usize % 16]))
+            .collect();
+        Backlog {
+            active: AtomicBool::new(false),
+            activating: Mutex::new(()),
+            slots: Default::default(),
+            inner: Mutex::new(Inner {
+                buf: VecDeque::new(),
+                first: 0,
+                selected: None,
+                size: 1 << 20,
+                hard_limit: 256 << 20,
+                readers: Vec::new(),
+            }),
+            end: tokio::sync::watch::channel(0).0,
+            replid,
+        }
+    }
+}
+
+impl Backlog {
+    /// Redis's `master_replid`.
+    pub fn replid(&self) -> &str {
+        &self.replid
+    }
+
+    /// Whether the stream exists (a replica asked for it since the start).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Begins a write: whether it appends to the stream. While the stream is off, the
+    /// write is counted until the returned value drops, so that [`Backlog::activate`] waits
+    /// for it.
+    pub fn enter(&self) -> Entered<'_> {
+        if self.active.load(Ordering::Acquire) {
+            return Entered { slot: None, active: true };
+        }
+        let s = &self.slots[thread_slot()].0;
+        s.fetch_add(1, Ordering::SeqCst);
+        if self.active.load(Ordering::SeqCst) {
+            s.fetch_sub(1, Ordering::SeqCst);
+            return Entered { slot: None, active: true };
+        }
+        Entered { slot: Some(s), active: false }
+    }
+
+    /// Turns the stream on (once; later calls return at once when it is on) and returns
+    /// when every write that began while it was off has ended. Blocking: call it off the
+    /// async workers, holding no key lock.
+    pub fn activate(&self) {
+        let _one = self.activating.lock();
+        if self.active.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        for s in &self.slots {
+            while s.0.load(Ordering::SeqCst) > 0 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    }
+
+    /// Sets `repl-backlog-size` and the replicas' limit behind the end (0: none).
+    pub fn set_limits(&self, size: usize, hard_limit: u64) {
+        let mut g = self.inner.lock();
+        g.size = size.max(16 * 1024);
+        g.hard_limit = if hard_limit == 0 { u64::MAX } else { hard_limit };
+    }
+
+    /// The stream's end offset (bytes appended since the start).
+    pub fn offset(&self) -> u64 {
+        *self.end.borrow()
+    }
+
+    /// The first offset still held and how many bytes are held.
+    pub fn held(&self) -> (u64, u64) {
+        let g = self.inner.lock();
+        (g.first, g.buf.len() as u64)
+    }
+
+    /// Appends `items` (each after a SELECT of its database when the stream last selected
+    /// another), wrapped in MULTI/EXEC when `transaction` and there are several. The caller
+    /// holds the locks of the keys they wrote.
+    pub fn append(&self, items: &[Item], transaction: bool) {
+        if items.is_empty() {
+            return;
+        }
+        let wrap = transaction && items.len() > 1;
+        let mut bytes = Vec::new();
+        let mut g = self.inner.lock();
+        let select = |bytes: &mut Vec<u8>, g: &mut Inner, db: usize| {
+            if g.selected != Some(db) {
+                encode(bytes, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
+                g.selected = Some(db);
+            }
+        };
+        if wrap {
+            select(&mut bytes, &mut g, items[0].db);
+            encode(&mut bytes, &[b"MULTI".as_slice()]);
+        }
+        for it in items {
+            select(&mut bytes, &mut g, it.db);
+            encode(&mut bytes, &it.argv);
+        }
+        if wrap {
+            encode(&mut bytes, &[b"EXEC".as_slice()]);
+        }
+        self.push(&mut g, &bytes);
+    }
+
+    /// Appends a command of no database (PING, REPLCONF GETACK).
+    pub fn append_raw(&self, argv: &[&[u8]]) {
+        let mut bytes = Vec::new();
+        encode(&mut bytes, argv);
+        let mut g = self.inner.lock();
+        self.push(&mut g, &bytes);
+    }
+
+    fn push(&self, g: &mut Inner, bytes: &[u8]) {
+        g.buf.extend(bytes);
+        let end = g.first + g.buf.len() as u64;
+        // Readers too far behind are dropped; the rest hold their unread bytes.
+        let limit = g.hard_limit;
+        g.readers.retain(|r| {
+            let keep = end - r.at().min(end) <= limit;
+            if !keep {
+                r.dropped.store(true, Ordering::Release);
+            }
+            keep
+        });
+        let slowest = g.readers.iter().map(|r| r.at()).min().unwrap_or(end);
+        let keep_from = end.saturating_sub(g.size as u64).min(slowest).max(g.first);
+        let drop = (keep_from - g.first) as usize;
+        if drop > 0 {
+            g.buf.drain(..drop);
+            g.first = keep_from;
+        }
+        self.end.send_replace(end);
+    }
+
+    /// The next entry selects its database: the stream of a dataset taken now starts
+    /// without one selected. Call it under every key lock, with the dataset.
+    pub fn forget_selected(&self) {
+        self.inner.lock().selected = None;
+    }
+
+    /// Registers a reader from offset `at` (at least the first held byte, at most the end),
+    /// or `Gone` when those bytes were let go.
+    pub fn reader(&self, at: u64) -> Result<Arc<Reader>, Gone> {
+        let mut g = self.inner.lock();
+        let end = g.first + g.buf.len() as u64;
+        if at < g.first || at > end {
+            return Err(Gone::Trimmed);
+        }
+        let r = Arc::new(Reader { at: AtomicU64::new(at), dropped: AtomicBool::new(false) });
+        g.readers.push(r.clone());
+        Ok(r)
+    }
+
+    /// Unregisters `r`.
+    pub fn forget_reader(&self, r: &Arc<Reader>) {
+        self.inner.lock().readers.retain(|x| !Arc::ptr_eq(x, r));
+    }
+
+    /// Whether offset `at` can still be read from (PSYNC's partial resync).
+    pub fn holds(&self, at: u64) -> bool {
+        let g = self.inner.lock();
+        at >= g.first && at <= g.first + g.buf.len() as u64
+    }
+
+    /// Up to `max` bytes from where `r` has read to, and moves it past them; empty at the
+    /// end.
+    pub fn read(&self, r: &Reader, max: usize) -> Result<Vec<u8>, Gone> {
+        let g = self.inner.lock();
+        let at = r.at();
+        if r.dropped() || at < g.first {
+            return Err(Gone::Trimmed);
+        }
+        let from = (at - g.first) as usize;
+        let n = g.buf.len().saturating_sub(from).min(max);
+        let bytes: Vec<u8> = g.buf.range(from..from + n).copied().collect();
+        r.at.store(at + n as u64, Ordering::Release);
+        Ok(bytes)
+    }
+
+    /// A receiver of the end offset, for a reader waiting for more.
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.end.subscribe()
+    }
+}
+
+/// Appends `argv` as a RESP array of bulk strings.
+pub fn encode<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
+    out.push(b'*');
+    out.extend_from_slice(argv.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv {
+        let a = a.as_ref();
+        out.push(b'$');
+        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(db: usize, args: &[&str]) -> Item {
+        Item { db, argv: args.iter().map(|a| a.as_bytes().to_vec()).collect() }
+    }
+
+    #[test]
+    fn entries_select_their_database_and_transactions_are_wrapped() {
+        let b = Backlog::default();
+        b.append(&[item(0, &["SET", "a", "1"])], false);
+        b.append(&[item(0, &["INCR", "a"]), item(2, &["DEL", "b"])], true);
+        let r = b.reader(0).unwrap();
+        let got = b.read(&r, 1 << 20).unwrap();
+        let want = "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\n1\r\n\
+                    *1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n\
+                    *2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*2\r\n$3\r\nDEL\r\n$1\r\nb\r\n*1\r\n$4\r\nEXEC\r\n";
+        assert_eq!(String::from_utf8_lossy(&got), want);
+        assert_eq!(b.offset(), want.len() as u64);
+        assert_eq!(b.read(&r, 10).unwrap(), b"");
+        b.forget_selected();
+        b.append(&[item(2, &["PING"])], false);
+        assert!(String::from_utf8_lossy(&b.read(&r, 1 << 20).unwrap())
+            .starts_with("*2\r\n$6\r\nSELECT"));
+    }
+
+    #[test]
+    fn old_bytes_go_unless_a_reader_needs_them_and_a_reader_too_far_behind_is_dropped() {
+        let b = Backlog::default();
+        b.set_limits(16 * 1024, 64 * 1024);
+        let big = "x".repeat(1000);
+        let slow = b.reader(0).unwrap();
+        for _ in 0..40 {
+            b.append(&[item(0, &["SET", "k", &big])], false);
+        }
+        // The slow reader holds everything (40 KB < 64 KB).
+        assert_eq!(b.held().0, 0);
+        assert!(b.read(&slow, 100).is_ok());
+        for _ in 0..40 {
+            b.append(&[item(0, &["SET", "k", &big])], false);
+        }
+        assert!(slow.dropped());
+        assert_eq!(b.read(&slow, 100), Err(Gone::Trimmed));
+        let (first, len) = b.held();
+        assert!(len <= 17 * 1024 && first > 0, "{first} {len}");
+        assert!(!b.holds(0) && b.holds(b.offset()));
+        assert_eq!(b.reader(0).err(), Some(Gone::Trimmed));
+    }
+
+    #[test]
+    fn activation_waits_for_the_writes_that_found_the_stream_off() {
+        let b = Arc::new(Backlog::default());
+        let e = b.enter();
+        assert!(!e.active());
+        let done = Arc::new(AtomicBool::new(false));
+        let t = {
+            let (b, done) = (b.clone(), done.clone());
+            std::thread::spawn(move || {
+                b.activate();
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!done.load(Ordering::SeqCst));
+        drop(e);
+        t.join().unwrap();
+        assert!(done.load(Ordering::SeqCst));
+        assert!(b.enter().active());
+    }
+}

@@ -1,0 +1,207 @@
+//! Serving a replica: its dataset and then the replication stream (`storage::backlog`), as
+//! a redis-server master serves one.
+//!
+//! ```text
+//! PSYNC <this server's replid> <offset>, the bytes from offset-1 on still held:
+//!              +CONTINUE <replid>\r\n   then the stream from there
+//! otherwise:   +FULLRESYNC <replid> <end>\r\n  (PSYNC; nothing for SYNC)
+//!              the RDB as `super` sends it (its length first), then the stream from <end>
+//! replica -> master, any time:  REPLCONF ACK <offset> [FACK <aof offset>]
+//! master -> replica, in the stream: PING every repl-ping-replica-period seconds
+//! ```
+//!
+//! The dataset is taken holding every key lock, with the stream's end offset, after the
+//! stream was turned on (`Backlog::activate`): every write is in one or the other. The
+//! connection then carries the stream until the replica leaves, falls too far behind
+//! (`client-output-buffer-limit replica`'s hard limit), or the server stops.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::dataset;
+use crate::replicas::{Replica, ReplicaState};
+use crate::resp::parser::{parse_command, ParseOutcome};
+use crate::state::{Shared, SyncRequest};
+use crate::storage::backlog::Reader;
+
+/// How much of the stream goes to the socket per write.
+const CHUNK: usize = 256 * 1024;
+
+/// Serves replica `client` on `sock` (its connection's) until it leaves, saying on stderr
+/// how it went.
+pub async fn serve(sh: &Arc<Shared>, sock: &mut TcpStream, client: u64, req: SyncRequest) {
+    let peer = sock.peer_addr().ok();
+    let who = peer.map_or_else(|| "?".to_string(), |a| a.to_string());
+    sh.replicas.add(Replica {
+        id: client,
+        ip: peer.map_or_else(String::new, |a| a.ip().to_string()),
+        port: req.port,
+        state: ReplicaState::WaitBgsave,
+        ack: 0,
+        ack_at: std::time::Instant::now(),
+    });
+    eprintln!("Replica {who} (client {client}) asks for synchronization");
+    let outcome = run(sh, sock, client, &req).await;
+    sh.replicas.remove(client);
+    match outcome {
+        Ok(()) => eprintln!("Connection with replica {who} lost (it closed it)"),
+        Err(e) => eprintln!("Connection with replica {who} lost: {e}"),
+    }
+}
+
+async fn run(
+    sh: &Arc<Shared>,
+    sock: &mut TcpStream,
+    client: u64,
+    req: &SyncRequest,
+) -> Result<(), String> {
+    let backlog = &sh.engine().backlog;
+    let replid = backlog.replid().to_string();
+    // PSYNC asks for the byte after the last it has.
+    if let Some(from) = req.resume.map(|at| at - 1).filter(|_| backlog.is_active()) {
+        if let Ok(reader) = backlog.reader(from) {
+            eprintln!("Partial resynchronization request from client {client} accepted");
+            let line = format!("+CONTINUE {replid}\r\n");
+            sock.write_all(line.as_bytes()).await.map_err(|e| format!("writing: {e}"))?;
+            sh.replicas.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return stream(sh, sock, client, reader).await;
+        }
+    }
+    let taken = {
+        let sh = sh.clone();
+        tokio::task::spawn_blocking(move || {
+            let engine = sh.engine();
+            engine.backlog.activate();
+            // The databases' map first, then every key (a writer's order).
+            let _pin = sh.dbs.pin(false);
+            let _all = engine.locks.lock_all();
+            let moment = dataset::moment_pinned(&sh);
+            engine.backlog.forget_selected();
+            let end = engine.backlog.offset();
+            engine.backlog.reader(end).map(|r| (moment, end, r))
+        })
+    };
+    let (moment, end, reader) = taken
+        .await
+        .map_err(|e| format!("taking the dataset: {e}"))?
+        .map_err(|_| "the stream's end was let go".to_string())?;
+    // The reader is registered from here on: its bytes stay while the RDB goes.
+    let _forget = Forget { sh, reader: reader.clone() };
+    sh.replicas.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let resync = req.psync.then(|| format!("+FULLRESYNC {replid} {end}\r\n"));
+    sh.replicas.set_state(client, ReplicaState::SendBulk);
+    super::transfer(sh, sock, client, req, resync, Some(moment)).await?;
+    stream(sh, sock, client, reader).await
+}
+
+/// Unregisters a reader when its replica's serving ends.
+struct Forget<'a> {
+    sh: &'a Shared,
+    reader: Arc<Reader>,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.sh.engine().backlog.forget_reader(&self.reader);
+    }
+}
+
+/// Sends the stream from where `reader` is, and takes the replica's acknowledgements.
+async fn stream(
+    sh: &Arc<Shared>,
+    sock: &mut TcpStream,
+    client: u64,
+    reader: Arc<Reader>,
+) -> Result<(), String> {
+    let _forget = Forget { sh, reader: reader.clone() };
+    let backlog = &sh.engine().backlog;
+    sh.replicas.set_state(client, ReplicaState::Online);
+    let mut more = backlog.watch();
+    let (mut rd, mut wr) = sock.split();
+    let mut input: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    let mut ping = tokio::time::interval(ping_period(sh));
+    ping.tick().await;
+    loop {
+        loop {
+            let bytes = backlog
+                .read(&reader, CHUNK)
+                .map_err(|_| "it fell behind by more than the replica output limit".to_string())?;
+            if bytes.is_empty() {
+                break;
+            }
+            wr.write_all(&bytes).await.map_err(|e| format!("writing: {e}"))?;
+        }
+        tokio::select! {
+            changed = more.changed() => {
+                if changed.is_err() {
+                    return Err("the server stops".into());
+                }
+            }
+            n = rd.read(&mut buf) => {
+                let n = n.map_err(|e| format!("reading: {e}"))?;
+                if n == 0 {
+                    return Ok(());
+                }
+                input.extend_from_slice(&buf[..n]);
+                take_acks(sh, client, &mut input)?;
+            }
+            _ = ping.tick() => {
+                backlog.append_raw(&[b"PING"]);
+                ping = tokio::time::interval(ping_period(sh));
+                ping.tick().await;
+            }
+        }
+    }
+}
+
+/// `repl-ping-replica-period`, in seconds (at least 1).
+fn ping_period(sh: &Shared) -> Duration {
+    let secs = sh
+        .params
+        .read()
+        .get("repl-ping-replica-period")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(10);
+    Duration::from_secs(secs.max(1))
+}
+
+/// Takes the replica's whole commands from the front of `input`: `REPLCONF ACK <offset>`
+/// acknowledges; anything else is ignored (a replica sends nothing else), a malformed frame
+/// ends the connection.
+fn take_acks(sh: &Shared, client: u64, input: &mut Vec<u8>) -> Result<(), String> {
+    let mut used = 0;
+    loop {
+        match parse_command(&input[used..], 1 << 20) {
+            Ok(ParseOutcome::Incomplete) => break,
+            Ok(ParseOutcome::Command(args, len)) => {
+                used += len;
+                let is = |i: usize, w: &str| {
+                    args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()))
+                };
+                if is(0, "replconf") && is(1, "ack") {
+                    let ack = args
+                        .get(2)
+                        .and_then(|a| std::str::from_utf8(a).ok())
+                        .and_then(|a| a.parse::<u64>().ok());
+                    if let Some(ack) = ack {
+                        sh.replicas.ack(client, ack);
+                        // The clients in WAIT look again.
+                        let waited = (0..sh.config.databases)
+                            .map(|db| {
+                                crate::blocked::waited_key(db, crate::commands::server::ACKED)
+                            })
+                            .collect();
+                        crate::commands::blocking::serve(sh, waited);
+                    }
+                }
+            }
+            Err(e) => return Err(format!("a malformed frame from the replica: {e}")),
+        }
+    }
+    input.drain(..used);
+    Ok(())
+}

@@ -1,0 +1,333 @@
+//! Serving replicas: the dataset and then the replication stream. What each command puts
+//! in the stream (read raw, as Redis's own tests read it), and replicas (this server and a
+//! real redis-server where one is installed) that follow a master written by several
+//! clients while they sync, and end with its contents.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::common::redis_peer::{contents, redis_server};
+use crate::common::{info_field, wait_blocked, Raw, Reply, Rng, Server};
+
+/// A raw replica's connection: SYNC sent, the RDB read past.
+struct Attached {
+    r: BufReader<TcpStream>,
+}
+
+fn attach(port: u16) -> Attached {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"SYNC\r\n").unwrap();
+    let mut r = BufReader::new(s);
+    let len = loop {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let n = line.strip_prefix('$').unwrap_or_else(|| panic!("{line}"));
+        break n.parse::<usize>().unwrap();
+    };
+    let mut rdb = vec![0u8; len];
+    r.read_exact(&mut rdb).unwrap();
+    assert!(rdb.starts_with(b"REDIS"));
+    Attached { r }
+}
+
+impl Attached {
+    /// The next command of the stream, PINGs skipped.
+    fn next(&mut self) -> Vec<String> {
+        loop {
+            let mut line = String::new();
+            self.r.read_line(&mut line).unwrap();
+            let n: usize = line
+                .trim_end()
+                .strip_prefix('*')
+                .unwrap_or_else(|| panic!("{line:?}"))
+                .parse()
+                .unwrap();
+            let mut words = Vec::new();
+            for _ in 0..n {
+                let mut l = String::new();
+                self.r.read_line(&mut l).unwrap();
+                let len: usize = l.trim_end().strip_prefix('$').unwrap().parse().unwrap();
+                let mut w = vec![0u8; len + 2];
+                self.r.read_exact(&mut w).unwrap();
+                w.truncate(len);
+                words.push(String::from_utf8_lossy(&w).into_owned());
+            }
+            if !(words.len() == 1 && words[0].eq_ignore_ascii_case("ping")) {
+                return words;
+            }
+        }
+    }
+
+    /// The next commands are `want` (words compared without case; a word ending in `*`
+    /// matches any word it begins).
+    fn expect(&mut self, want: &[&[&str]]) {
+        for w in want {
+            let got = self.next();
+            let fits = got.len() == w.len()
+                && got.iter().zip(w.iter()).all(|(g, w)| match w.strip_suffix('*') {
+                    Some(prefix) => g.to_lowercase().starts_with(&prefix.to_lowercase()),
+                    None => g.eq_ignore_ascii_case(w),
+                });
+            assert!(fits, "expected {w:?}, the stream has {got:?}");
+        }
+    }
+}
+
+#[test]
+fn each_command_goes_to_the_stream_as_its_effect() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]),
+        Reply::Simple("OK".into())
+    );
+    let mut repl = attach(s.port);
+    let past = "1000";
+    for line in [
+        &["SET", "foo1", "bar", "EX", "200"][..],
+        &["SETEX", "foo1", "100", "bar"],
+        &["SET", "foo2", "bar"],
+        &["EXPIRE", "foo2", "100"],
+        &["EXPIRE", "absent", "100"],
+        &["PEXPIREAT", "foo2", past],
+        &["SET", "foo", "bar", "EX", "100"],
+        &["GETEX", "foo", "PERSIST"],
+        &["GETEX", "foo"],
+        &["GETEX", "foo", "PXAT", past],
+        &["INCRBYFLOAT", "f", "1.5"],
+        &["DEL", "absent"],
+        &["SADD", "s", "a"],
+        &["SPOP", "s"],
+        &["RPUSH", "l", "a", "b", "c"],
+        &["LMPOP", "1", "l", "LEFT", "COUNT", "10"],
+        &["HINCRBYFLOAT", "h", "x", "2.5"],
+        &["XADD", "x", "MAXLEN", "~", "5", "*", "f", "v"],
+    ] {
+        assert!(!matches!(c.cmd(line), Reply::Error(_)), "{line:?}");
+    }
+    c.multi(&[&["INCR", "n"], &["INCR", "n"]]);
+    c.cmd(&["EXEC"]);
+    c.multi(&[&["INCR", "n"]]);
+    c.cmd(&["EXEC"]);
+    c.cmd(&["EVAL", "redis.call('set','e','1') redis.call('incr','e')", "0"]);
+    // A blocked client served by another's push: the push, then the pop it made.
+    let mut b = s.raw();
+    b.send_raw(&Raw::encode(&[b"BLPOP", b"q", b"0"]));
+    wait_blocked(&mut c, 1);
+    c.cmd(&["LPUSH", "q", "v"]);
+    assert_eq!(b.read(), Reply::Array(vec![Reply::bulk("q"), Reply::bulk("v")]));
+    // Another database, and a key deleted because its time was up when read.
+    c.cmd(&["SELECT", "5"]);
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    c.cmd(&["SET", "z", "v", "PX", "1"]);
+    std::thread::sleep(Duration::from_millis(10));
+    assert_eq!(c.cmd(&["GET", "z"]), Reply::Null);
+    c.cmd(&["SET", "end", "1"]);
+    repl.expect(&[
+        &["select", "0"],
+        &["set", "foo1", "bar", "pxat", "1*"],
+        &["set", "foo1", "bar", "pxat", "1*"],
+        &["set", "foo2", "bar"],
+        &["pexpireat", "foo2", "1*"],
+        &["del", "foo2"],
+        &["set", "foo", "bar", "pxat", "1*"],
+        &["persist", "foo"],
+        &["del", "foo"],
+        &["set", "f", "1.5", "keepttl"],
+        &["sadd", "s", "a"],
+        &["srem", "s", "a"],
+        &["rpush", "l", "a", "b", "c"],
+        &["lpop", "l", "3"],
+        &["hset", "h", "x", "2.5"],
+        &["xadd", "x", "minid", "=", "*", "*", "f", "v"],
+        &["multi"],
+        &["incr", "n"],
+        &["incr", "n"],
+        &["exec"],
+        &["incr", "n"],
+        &["multi"],
+        &["set", "e", "1"],
+        &["incr", "e"],
+        &["exec"],
+        &["lpush", "q", "v"],
+        &["lpop", "q"],
+        &["select", "5"],
+        &["set", "z", "v", "pxat", "1*"],
+        &["del", "z"],
+        &["set", "end", "1"],
+    ]);
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+}
+
+/// Random writes of every kind to keys `k0..k{n}` of databases 0 and 1, by `conn`.
+fn random_writes(c: &mut Raw, rng: &mut Rng, n: u64) {
+    let key = format!("k{}", rng.below(n));
+    let v = rng.below(1000).to_string();
+    let db = rng.below(2).to_string();
+    c.cmd(&["SELECT", &db]);
+    let k = key.as_str();
+    let line: Vec<&str> = match rng.below(16) {
+        0 => vec!["SET", k, &v],
+        1 => vec!["SET", k, &v, "EX", "1000"],
+        2 => vec!["INCR", &key[..]],
+        3 => vec!["LPUSH", k, &v],
+        4 => vec!["RPOP", k],
+        5 => vec!["HSET", k, &v, &v],
+        6 => vec!["HINCRBYFLOAT", k, "f", "0.5"],
+        7 => vec!["SADD", k, &v],
+        8 => vec!["SPOP", k],
+        9 => vec!["ZADD", k, &v, &v],
+        10 => vec!["EXPIRE", k, "500"],
+        11 => vec!["XADD", k, "MAXLEN", "~", "3", "*", "f", &v],
+        12 => vec!["DEL", k],
+        13 => vec!["INCRBYFLOAT", k, "1.25"],
+        14 => vec!["PERSIST", k],
+        _ => vec!["LMPOP", "1", k, "RIGHT", "COUNT", "2"],
+    };
+    c.cmd(&line);
+}
+
+/// Every key of databases 0 and 1 on `c`, with what `contents` compares.
+fn everything(c: &mut Raw, n: u64) -> Vec<(String, Vec<Reply>)> {
+    let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    (0..2)
+        .map(|db| {
+            c.cmd(&["SELECT", &db.to_string()]);
+            (db.to_string(), contents(c, &keys))
+        })
+        .collect()
+}
+
+/// Writers on `port` until `stop`.
+fn writers(port: u16, stop: &Arc<AtomicBool>, n: u64) -> Vec<std::thread::JoinHandle<()>> {
+    (0..3)
+        .map(|i| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(port);
+                let mut rng = Rng::new(7 + i);
+                while !stop.load(Ordering::Relaxed) {
+                    random_writes(&mut c, &mut rng, n);
+                }
+            })
+        })
+        .collect()
+}
+
+/// Follows a master on `master_port` from `replica` (REPLICAOF) while writers write it,
+/// then checks the replica holds what the master holds.
+fn follows_while_written(master_port: u16, replica: &mut Raw) {
+    const KEYS: u64 = 200;
+    let mut m = Raw::connect(master_port);
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = writers(master_port, &stop, KEYS);
+    std::thread::sleep(Duration::from_millis(300));
+    let r = replica.cmd(&["REPLICAOF", "127.0.0.1", &master_port.to_string()]);
+    assert_eq!(r, Reply::Simple("OK".into()));
+    let until = Instant::now() + Duration::from_secs(20);
+    while info_field(replica, "replication", "master_link_status") != "up" {
+        assert!(Instant::now() < until, "the replica did not sync");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    // Every write acknowledged: the replica's offset reached the master's end.
+    m.cmd(&["SET", "last", "1"]);
+    let waited = m.cmd(&["WAIT", "1", "10000"]);
+    if waited != Reply::Int(1) {
+        let mi = m.cmd(&["INFO", "replication"]);
+        let ri = replica.cmd(&["INFO", "replication"]);
+        panic!("WAIT gave {waited:?}; master {mi:?}; replica {ri:?}");
+    }
+    assert_eq!(info_field(&mut m, "replication", "connected_slaves"), "1");
+    let want = everything(&mut m, KEYS);
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = everything(replica, KEYS);
+        if got == want {
+            break;
+        }
+        assert!(Instant::now() < until, "the replica differs from its master");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    replica.cmd(&["SELECT", "0"]);
+    assert_eq!(replica.cmd(&["GET", "last"]), Reply::bulk("1"));
+}
+
+#[test]
+fn a_replica_of_this_server_follows_it_while_clients_write() {
+    let master = Server::start(&[]);
+    let replica = Server::start(&[]);
+    let mut r = replica.raw();
+    follows_while_written(master.port, &mut r);
+    // The link broken: it resumes with the stream alone (PSYNC's CONTINUE).
+    let mut m = master.raw();
+    let full = info_field(&mut r, "replication", "repl_full_syncs");
+    r.cmd(&["CLIENT", "KILL", "TYPE", "master"]);
+    m.cmd(&["SET", "after", "break"]);
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        r.cmd(&["SELECT", "0"]);
+        if r.cmd(&["GET", "after"]) == Reply::bulk("break") {
+            break;
+        }
+        assert!(Instant::now() < until, "the replica did not resume");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(info_field(&mut r, "replication", "repl_full_syncs"), full);
+    assert_eq!(info_field(&mut r, "replication", "repl_partial_syncs"), "1");
+    // ROLE lists it; min-replicas-to-write counts it.
+    match m.cmd(&["ROLE"]) {
+        Reply::Array(v) => match &v[2] {
+            Reply::Array(rs) => assert_eq!(rs.len(), 1),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    m.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    assert_eq!(m.cmd(&["SET", "guarded", "1"]), Reply::Simple("OK".into()));
+    m.cmd(&["CONFIG", "SET", "min-replicas-to-write", "2"]);
+    assert!(
+        matches!(m.cmd(&["SET", "guarded", "2"]), Reply::Error(e) if e.starts_with("NOREPLICAS"))
+    );
+}
+
+#[test]
+fn a_redis_server_replica_follows_this_server_while_clients_write() {
+    let Some(redis) = redis_server() else {
+        eprintln!("skipped: redis-server is not installed");
+        return;
+    };
+    let master = Server::start(&[]);
+    let mut r = Raw::connect(redis.port);
+    follows_while_written(master.port, &mut r);
+}
+
+#[test]
+fn a_replica_of_a_replica_is_refused_clearly() {
+    let master = Server::start(&[]);
+    let replica = Server::start(&[]);
+    let mut r = replica.raw();
+    r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
+    let until = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut r, "replication", "master_link_status") != "up" {
+        assert!(Instant::now() < until);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    match r.cmd(&["SYNC"]) {
+        Reply::Error(e) => assert!(e.contains("is a replica"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
