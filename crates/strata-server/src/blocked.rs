@@ -157,6 +157,14 @@ impl Blocked {
         rx
     }
 
+    /// Waiter `id`'s reply when its time is up becomes `timeout_reply` (WAIT's count as it
+    /// grows).
+    pub fn set_timeout_reply(&self, id: u64, timeout_reply: Vec<u8>) {
+        if let Some(w) = self.reg.lock().waiters.get_mut(&id) {
+            w.timeout_reply = timeout_reply;
+        }
+    }
+
     /// Whether anyone waits on `key`.
     pub fn has_waiters(&self, key: &[u8]) -> bool {
         self.count() > 0 && self.reg.lock().by_key.contains_key(key)

@@ -112,19 +112,15 @@ pub fn replconf(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
     Ok(())
 }
 
-/// What a replica asking a replica for the stream is told (module doc).
-pub const NO_CHAINING: &str = "ERR this server is a replica: it streams no writes to \
-replicas of its own (a replica of a replica); its dataset is sent as an RDB alone (REPLCONF \
-rdb-only 1)";
-
 /// SYNC, and PSYNC replid offset: the dataset as one RDB, sent once the replies before it
 /// are out, then the replication stream, or only the stream after the offset asked when
 /// it is still held (`crate::sync_source`); a client that asked for the RDB alone is
 /// closed after it. Refused as redis-server
 /// refuses it (a replica whose link is down, a filtered RDB to a client that cannot read
 /// one ended by a mark, PSYNC FAILOVER to a master, a PSYNC offset that is no integer), in
-/// cluster mode (its nodes replicate through Raft), and the stream by a server that is a
-/// replica itself ([`NO_CHAINING`]: its full syncs from its master would not reach them).
+/// cluster mode (its nodes replicate through Raft). A replica serves replicas of its own
+/// (its master's writes go on to them as its commands; a full sync from its master makes
+/// them sync again in full: `storage::backlog::Backlog::reset`).
 pub fn sync(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdResult {
     let psync = is(&a[0], "psync");
     if psync && a.len() > 3 && is(&a[3], "failover") && !sh.master_link.following() {
@@ -145,9 +141,6 @@ Raft (docs/replication.md)"
             .into());
     }
     let stream = !c.replconf.rdb_only;
-    if stream && sh.master_link.following() {
-        return Err(NO_CHAINING.into());
-    }
     let filtered = c.replconf.filtered;
     let resume = psync
         .then(|| parse_int_strict(&a[2]).map(|o| (a[1].clone(), o)))

@@ -76,6 +76,12 @@ pub fn wait(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
                 // Asked now rather than at their next second's acknowledgement.
                 sh.engine().backlog.append_raw(&[b"REPLCONF", b"GETACK", b"*"]);
             }
+            if c.retry.is_some() {
+                // A re-run: the count so far is what its timeout answers.
+                let mut n = Out { buf: Vec::new(), resp3: c.resp3 };
+                n.int(count as i64);
+                sh.blocked.set_timeout_reply(c.id, n.buf);
+            }
             let mut line = a[..3].to_vec();
             line.push(at.to_string().into_bytes());
             let req = super::blocking::BlockRequest {

@@ -154,7 +154,10 @@ fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
             link.offset.store(-1, std::sync::atomic::Ordering::Release);
             link.set_phase(Phase::Sync);
             let file = transfer::receive(sh, link, &mut wire)?;
+            // This server's own replicas sync again, in full, from the new dataset.
+            sh.engine().backlog.reset();
             load::load_synced(sh, link, &file)?;
+            sh.engine().backlog.reset();
             *link.replid.lock() = replid;
             link.offset.store(offset, std::sync::atomic::Ordering::Release);
             link.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

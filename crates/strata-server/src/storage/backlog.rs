@@ -63,8 +63,9 @@ pub struct Backlog {
     inner: Mutex<Inner>,
     /// The stream's end offset, for the readers waiting for more.
     end: tokio::sync::watch::Sender<u64>,
-    /// Redis's `master_replid`: 40 hex digits drawn at start.
-    replid: String,
+    /// Redis's `master_replid`: 40 hex digits drawn at start, and again when the dataset is
+    /// replaced ([`Backlog::reset`]).
+    replid: Mutex<String>,
 }
 
 struct Inner {
@@ -137,9 +138,7 @@ pub struct Item {
 
 impl Default for Backlog {
     fn default() -> Self {
-        let replid: String = (0..40)
-            .map(|_| char::from(b"0123456789abcdef"[rand::random::<u8>() as usize % 16]))
-            .collect();
+        let replid = new_replid();
         Backlog {
             active: AtomicBool::new(false),
             activating: Mutex::new(()),
@@ -153,15 +152,31 @@ impl Default for Backlog {
                 readers: Vec::new(),
             }),
             end: tokio::sync::watch::channel(0).0,
-            replid,
+            replid: Mutex::new(replid),
         }
     }
 }
 
 impl Backlog {
     /// Redis's `master_replid`.
-    pub fn replid(&self) -> &str {
-        &self.replid
+    pub fn replid(&self) -> String {
+        self.replid.lock().clone()
+    }
+
+    /// The dataset was replaced other than by commands (a full sync from this server's own
+    /// master): a new id, nothing held, and every reader dropped (its replica syncs in full).
+    pub fn reset(&self) {
+        let mut g = self.inner.lock();
+        *self.replid.lock() = new_replid();
+        for r in g.readers.drain(..) {
+            r.dropped.store(true, Ordering::Release);
+        }
+        g.first += g.buf.len() as u64;
+        g.buf.clear();
+        g.selected = None;
+        drop(g);
+        // The readers waiting for more see they were dropped.
+        self.end.send_modify(|_| {});
     }
 
     /// Whether the stream exists (a replica asked for it since the start).
@@ -329,6 +344,11 @@ impl Backlog {
     }
 }
 
+/// 40 random hex digits.
+fn new_replid() -> String {
+    (0..40).map(|_| char::from(b"0123456789abcdef"[rand::random::<u8>() as usize % 16])).collect()
+}
+
 /// Appends `argv` as a RESP array of bulk strings.
 pub fn encode<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
     out.push(b'*');
@@ -392,6 +412,23 @@ mod tests {
         assert!(len <= 17 * 1024 && first > 0, "{first} {len}");
         assert!(!b.holds(0) && b.holds(b.offset()));
         assert_eq!(b.reader(0).err(), Some(Gone::Trimmed));
+    }
+
+    #[test]
+    fn a_reset_drops_the_readers_and_takes_a_new_id() {
+        let b = Backlog::default();
+        let r = b.reader(0).unwrap();
+        b.append(&[item(0, &["SET", "a", "1"])], false);
+        let (id, end) = (b.replid(), b.offset());
+        b.reset();
+        assert!(r.dropped());
+        assert_ne!(b.replid(), id);
+        assert_eq!(b.offset(), end);
+        assert!(!b.holds(0) && b.holds(end));
+        b.append(&[item(0, &["SET", "a", "2"])], false);
+        let fresh = b.reader(end).unwrap();
+        let bytes = b.read(&fresh, 100).unwrap();
+        assert!(String::from_utf8_lossy(&bytes).starts_with("*2\r\n$6\r\nSELECT"));
     }
 
     #[test]

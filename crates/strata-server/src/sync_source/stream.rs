@@ -59,7 +59,7 @@ async fn run(
     req: &SyncRequest,
 ) -> Result<(), String> {
     let backlog = &sh.engine().backlog;
-    let replid = backlog.replid().to_string();
+    let replid = backlog.replid();
     // PSYNC asks for the byte after the last it has.
     if let Some(from) = req.resume.map(|at| at - 1).filter(|_| backlog.is_active()) {
         if let Ok(reader) = backlog.reader(from) {
@@ -127,9 +127,11 @@ async fn stream(
     ping.tick().await;
     loop {
         loop {
-            let bytes = backlog
-                .read(&reader, CHUNK)
-                .map_err(|_| "it fell behind by more than the replica output limit".to_string())?;
+            let bytes = backlog.read(&reader, CHUNK).map_err(|_| {
+                "its stream was let go (it fell behind by more than the replica output \
+                     limit, or a full sync from this server's master replaced the dataset)"
+                    .to_string()
+            })?;
             if bytes.is_empty() {
                 break;
             }

@@ -252,6 +252,8 @@ fn follows_while_written(master_port: u16, replica: &mut Raw) {
         panic!("WAIT gave {waited:?}; master {mi:?}; replica {ri:?}");
     }
     assert_eq!(info_field(&mut m, "replication", "connected_slaves"), "1");
+    // Asked for more replicas than there are: the count at its timeout.
+    assert_eq!(m.cmd(&["WAIT", "2", "300"]), Reply::Int(1));
     let want = everything(&mut m, KEYS);
     let until = Instant::now() + Duration::from_secs(10);
     loop {
@@ -316,18 +318,43 @@ fn a_redis_server_replica_follows_this_server_while_clients_write() {
 }
 
 #[test]
-fn a_replica_of_a_replica_is_refused_clearly() {
-    let master = Server::start(&[]);
-    let replica = Server::start(&[]);
-    let mut r = replica.raw();
-    r.cmd(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
-    let until = Instant::now() + Duration::from_secs(10);
-    while info_field(&mut r, "replication", "master_link_status") != "up" {
-        assert!(Instant::now() < until);
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    match r.cmd(&["SYNC"]) {
-        Reply::Error(e) => assert!(e.contains("is a replica"), "{e}"),
-        other => panic!("{other:?}"),
-    }
+fn a_replica_of_a_replica_follows_and_syncs_again_when_its_master_does() {
+    let top = Server::start(&[]);
+    let middle = Server::start(&[]);
+    let bottom = Server::start(&[]);
+    let (mut t, mut m, mut b) = (top.raw(), middle.raw(), bottom.raw());
+    let linked = |c: &mut Raw| {
+        let until = Instant::now() + Duration::from_secs(10);
+        while info_field(c, "replication", "master_link_status") != "up" {
+            assert!(Instant::now() < until, "no link");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let reaches = |c: &mut Raw, key: &str, want: Reply| {
+        let until = Instant::now() + Duration::from_secs(10);
+        while c.cmd(&["GET", key]) != want {
+            assert!(Instant::now() < until, "{key} never reached {want:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    t.cmd(&["SET", "a", "1"]);
+    m.cmd(&["REPLICAOF", "127.0.0.1", &top.port.to_string()]);
+    linked(&mut m);
+    b.cmd(&["REPLICAOF", "127.0.0.1", &middle.port.to_string()]);
+    linked(&mut b);
+    reaches(&mut b, "a", Reply::bulk("1"));
+    // The top's writes reach the bottom through the middle.
+    t.cmd(&["INCR", "a"]);
+    t.cmd(&["SET", "b", "x", "EX", "100"]);
+    reaches(&mut b, "a", Reply::bulk("2"));
+    reaches(&mut b, "b", Reply::bulk("x"));
+    // The middle follows another master (a full sync): the bottom syncs again from it.
+    let other = Server::start(&[]);
+    let mut o = other.raw();
+    o.cmd(&["SET", "c", "from-other"]);
+    m.cmd(&["REPLICAOF", "127.0.0.1", &other.port.to_string()]);
+    reaches(&mut b, "c", Reply::bulk("from-other"));
+    reaches(&mut b, "a", Reply::Null);
+    o.cmd(&["SET", "d", "4"]);
+    reaches(&mut b, "d", Reply::bulk("4"));
 }
