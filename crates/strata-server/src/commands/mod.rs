@@ -787,14 +787,42 @@ fn replica_refusal(
     }
     // Redis's flag, not the table's `write` (which EXEC and the script commands carry for
     // their locks): a script is refused when it starts or at its writes (`read_only_replica`).
-    if flags::line_has(cmd, args, "write") && read_only_replica(sh) {
+    // EXEC is a write when one of its queued commands is (Redis's rule: the commands it runs
+    // are not refused one by one).
+    if (flags::line_has(cmd, args, "write") || exec_of_writes(sh, conn, cmd))
+        && read_only_replica(sh)
+    {
         return Some(READONLY);
     }
-    if !flags::line_has(cmd, args, "stale") && stale_replica(sh) {
+    // An EXEC is judged by its commands here too.
+    let unstale = |c: &'static Command, q: &[Vec<u8>]| !flags::line_has(c, q, "stale");
+    if (!flags::line_has(cmd, args, "stale") || exec_queues(sh, conn, cmd, unstale))
+        && stale_replica(sh)
+    {
         // A script's call meets Redis's script-side words.
         return Some(if conn.in_script { STALE_IN_SCRIPT } else { MASTERDOWN });
     }
     None
+}
+
+/// Whether `cmd` is an EXEC with a write among its queued commands: refused as a write is
+/// (a read-only replica, `min-replicas-to-write`), as Redis judges an EXEC by its commands.
+fn exec_of_writes(sh: &Shared, conn: &Conn, cmd: &Command) -> bool {
+    exec_queues(sh, conn, cmd, |c, q| flags::line_has(c, q, "write"))
+}
+
+/// Whether `cmd` is an EXEC with a queued command of which `is` holds.
+fn exec_queues(
+    sh: &Shared,
+    conn: &Conn,
+    cmd: &Command,
+    is: impl Fn(&'static Command, &[Vec<u8>]) -> bool,
+) -> bool {
+    cmd.name == "exec"
+        && conn
+            .multi
+            .as_ref()
+            .is_some_and(|m| m.queued.iter().any(|q| find(sh, &q[0]).is_some_and(|c| is(c, q))))
 }
 
 /// A command refused on a stale replica (`replica-serve-stale-data no`, the link down).
@@ -895,8 +923,11 @@ pub fn dispatch_found(
         reject(sh, conn, Some(cmd), oom::OOM, out);
         return;
     }
-    // A replica's refusals (REPLICAOF): its master's commands pass them.
-    if !conn.master && sh.master_link.following() {
+    // A replica's refusals (REPLICAOF): its master's commands pass them, and so do an
+    // EXEC's, checked at the EXEC (a REPLICAOF inside the transaction changes nothing for
+    // the commands after it, as in Redis).
+    let in_exec_body = conn.in_exec && !conn.in_script;
+    if !conn.master && !in_exec_body && sh.master_link.following() {
         if let Some(reply) = replica_refusal(sh, conn, cmd, args) {
             reject(sh, conn, Some(cmd), reply, out);
             return;
@@ -914,11 +945,10 @@ pub fn dispatch_found(
     // when they start (a script that may write) and at each write they call
     // (`scripting::ScriptHost`); the commands an EXEC or a script runs pass here with
     // `in_exec` and are not refused one by one.
-    if cmd.write
+    if ((cmd.write && cmd.name != "exec" && !scripting::runs_script(cmd.name))
+        || exec_of_writes(sh, conn, cmd))
         && !conn.in_exec
         && !conn.master
-        && cmd.name != "exec"
-        && !scripting::runs_script(cmd.name)
         && sh.lacks_good_replicas()
     {
         reject(sh, conn, Some(cmd), NOREPLICAS, out);

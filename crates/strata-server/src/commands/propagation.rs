@@ -65,7 +65,13 @@ fn may_propagate(cmd: &Command, args: &[Vec<u8>]) -> bool {
 /// Before a top-level command (not one an EXEC or a script runs) runs: `None` when it puts
 /// nothing in the stream; else it holds what [`leave`] needs.
 pub fn enter<'a>(sh: &'a Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Option<Top<'a>> {
-    if conn.in_exec || conn.in_script || !may_propagate(cmd, args) {
+    // A replica streams its master's writes alone: a writable replica's own are local, as
+    // in Redis.
+    if conn.in_exec
+        || conn.in_script
+        || !may_propagate(cmd, args)
+        || (!conn.master && sh.master_link.following())
+    {
         return None;
     }
     let engine = sh.engine();
@@ -91,7 +97,7 @@ pub fn enter<'a>(sh: &'a Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -
 pub fn leave(top: Top<'_>, conn: &mut Conn) {
     if top.opened {
         let items = propagated::close();
-        if !items.is_empty() {
+        if !items.is_empty() && !became_replica(top.sh, conn) {
             top.sh.engine().backlog.append(&items, false);
             conn.repl_offset = top.sh.engine().backlog.offset();
         }
@@ -106,10 +112,17 @@ pub fn append_gathered(sh: &Shared, conn: &mut Conn) {
     }
     let items = propagated::close();
     propagated::open();
-    if !items.is_empty() {
+    if !items.is_empty() && !became_replica(sh, conn) {
         sh.engine().backlog.append(&items, true);
         conn.repl_offset = sh.engine().backlog.offset();
     }
+}
+
+/// Whether this server started following a master while `conn`'s command ran (a REPLICAOF
+/// inside its transaction): its writes are then local, as a replica's (Redis drops the
+/// transaction from the stream).
+fn became_replica(sh: &Shared, conn: &Conn) -> bool {
+    !conn.master && sh.master_link.following()
 }
 
 /// Drops what an EXEC or a script gathered: its writes failed.

@@ -212,7 +212,7 @@ pub fn scan(
     let mut found = Vec::new();
     let mut examined = 0;
     let mut next = None;
-    ks.scan_keys(from, |at, k, m| {
+    ks.scan_keys_expiring(from, |at, k, m| {
         if examined == count {
             next = Some(at.to_vec());
             return false;
@@ -259,7 +259,7 @@ pub fn random(
     let seed = ks.store.random_position(ks.store.new_version())?;
     for from in [&seed[..], b""] {
         let mut first = None;
-        ks.scan_keys(from, |at, k, _| {
+        ks.scan_keys_expiring(from, |at, k, _| {
             if keep(at, k) {
                 first = Some(k.to_vec());
             }

@@ -359,6 +359,28 @@ impl<'a> Keyspace<'a> {
         Ok(())
     }
 
+    /// [`Keyspace::scan_keys`], and then deletes the keys it passed whose time was up, as
+    /// a command that met them does (Redis's SCAN and RANDOMKEY delete what they meet).
+    pub fn scan_keys_expiring(
+        &self,
+        from: &[u8],
+        mut f: impl FnMut(&[u8], &[u8], &Meta) -> bool,
+    ) -> Result<()> {
+        let mut met = Vec::new();
+        self.store.scan_meta(from, |at, k, v| match Meta::decode(v) {
+            Ok(m) if !m.expired(self.now_ms) => f(at, k, &m),
+            Ok(_) => {
+                met.push(k.to_vec());
+                true
+            }
+            Err(_) => true,
+        })?;
+        for k in met {
+            self.expire_on_access(&k);
+        }
+        Ok(())
+    }
+
     /// Visits every key record from the start in stored order, as [`Keyspace::scan_keys`]
     /// does, keys whose expiry passed but that are still stored included (DBSIZE and INFO
     /// keyspace count them until they are removed, as Redis's counts do), with its expiry (0:

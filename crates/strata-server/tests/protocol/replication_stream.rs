@@ -130,6 +130,10 @@ fn each_command_goes_to_the_stream_as_its_effect() {
     c.cmd(&["SET", "z", "v", "PX", "1"]);
     std::thread::sleep(Duration::from_millis(10));
     assert_eq!(c.cmd(&["GET", "z"]), Reply::Null);
+    // SCAN deletes the keys it meets whose time is up, as a read does.
+    c.cmd(&["SET", "y", "v", "PX", "1"]);
+    std::thread::sleep(Duration::from_millis(10));
+    c.cmd(&["SCAN", "0"]);
     c.cmd(&["SET", "end", "1"]);
     repl.expect(&[
         &["select", "0"],
@@ -162,6 +166,8 @@ fn each_command_goes_to_the_stream_as_its_effect() {
         &["select", "5"],
         &["set", "z", "v", "pxat", "1*"],
         &["del", "z"],
+        &["set", "y", "v", "pxat", "1*"],
+        &["del", "y"],
         &["set", "end", "1"],
     ]);
     c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
@@ -357,4 +363,47 @@ fn a_replica_of_a_replica_follows_and_syncs_again_when_its_master_does() {
     reaches(&mut b, "a", Reply::Null);
     o.cmd(&["SET", "d", "4"]);
     reaches(&mut b, "d", Reply::bulk("4"));
+}
+
+#[test]
+fn an_exec_is_judged_by_its_commands_and_a_transaction_that_made_it_a_replica_stays_local() {
+    let s = Server::start(&[]);
+    let (mut c, mut other) = (s.raw(), s.raw());
+    // Writes queued, then too few replicas: the whole transaction is refused.
+    c.cmd(&["SET", "xx", "1"]);
+    c.multi(&[&["INCR", "xx"]]);
+    other.cmd(&["CONFIG", "SET", "min-replicas-to-write", "2"]);
+    match c.cmd(&["EXEC"]) {
+        Reply::Error(e) => assert!(e.starts_with("EXECABORT") && e.contains("NOREPLICAS"), "{e}"),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(c.cmd(&["GET", "xx"]), Reply::bulk("1"));
+    other.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+    // A REPLICAOF inside the transaction: its commands all run, and none reaches the
+    // replicas (the server's writes are a replica's from then on).
+    c.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]);
+    let mut repl = attach(s.port);
+    c.cmd(&["SET", "foo", "bar"]);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    c.multi(&[
+        &["SET", "foo2", "bar"],
+        &["REPLICAOF", "127.0.0.1", &dead.to_string()],
+        &["SET", "foo3", "bar"],
+    ]);
+    match c.cmd(&["EXEC"]) {
+        Reply::Array(v) => assert_eq!(v.len(), 3, "{v:?}"),
+        r => panic!("{r:?}"),
+    }
+    assert!(matches!(c.cmd(&["SET", "foo4", "bar"]), Reply::Error(e) if e.starts_with("READONLY")));
+    c.cmd(&["REPLICAOF", "NO", "ONE"]);
+    // Writes queued on a master meet the replica it became at EXEC.
+    c.multi(&[&["SET", "foo5", "bar"]]);
+    other.cmd(&["REPLICAOF", "127.0.0.1", &dead.to_string()]);
+    match c.cmd(&["EXEC"]) {
+        Reply::Error(e) => assert!(e.starts_with("EXECABORT") && e.contains("READONLY"), "{e}"),
+        r => panic!("{r:?}"),
+    }
+    c.cmd(&["REPLICAOF", "NO", "ONE"]);
+    c.cmd(&["SET", "end", "1"]);
+    repl.expect(&[&["select", "0"], &["set", "foo", "bar"], &["set", "end", "1"]]);
 }
