@@ -165,6 +165,11 @@ impl Blocked {
         }
     }
 
+    /// Whether client `id` is blocked (CLIENT LIST's flag `b`).
+    pub fn is_blocked(&self, id: u64) -> bool {
+        self.reg.lock().waiters.contains_key(&id)
+    }
+
     /// Whether anyone waits on `key`.
     pub fn has_waiters(&self, key: &[u8]) -> bool {
         self.count() > 0 && self.reg.lock().by_key.contains_key(key)

@@ -562,10 +562,16 @@ pub fn client_info(sh: &Shared, id: u64) -> String {
 
 /// The CLIENT LIST line of connection `id`, its entry `e`.
 fn entry_line(sh: &Shared, id: u64, e: &crate::state::ClientEntry) -> String {
-    let (mut flags, redir) = super::client_tracking::list_fields(sh, id);
+    let (tracking, redir) = super::client_tracking::list_fields(sh, id);
+    // Redis's order: M (its master's link), b (blocked), the tracking letters, e.
+    let mut flags = String::new();
     if e.master_link.is_some() {
-        flags.insert(0, 'M');
+        flags.push('M');
     }
+    if sh.blocked.is_blocked(id) {
+        flags.push('b');
+    }
+    flags.push_str(&tracking);
     if e.no_evict {
         flags.push('e');
     }

@@ -464,3 +464,34 @@ fn a_destination_written_by_a_store_serves_its_waiter() {
     assert_eq!(w.read(), arr(&["d", "a"]));
     assert_eq!(blocked_clients(&mut r), 0);
 }
+
+#[test]
+fn client_list_flags_a_blocked_client_until_it_is_served_and_one_a_write_could_not_serve() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut r = srv.raw();
+    let mut a = srv.raw();
+    let id = match a.cmd(&["CLIENT", "ID"]) {
+        Reply::Int(i) => i.to_string(),
+        other => panic!("{other:?}"),
+    };
+    let flags = |r: &mut Raw| match r.cmd(&["CLIENT", "LIST", "ID", &id]) {
+        Reply::Bulk(b) => {
+            let line = String::from_utf8(b).unwrap();
+            line.split(' ').find_map(|f| f.strip_prefix("flags=")).unwrap().to_string()
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(flags(&mut r), "N");
+    send(&mut a, &["BRPOP", "k", "0"]);
+    wait_blocked(&mut r, 1);
+    assert_eq!(flags(&mut r), "b");
+    // A push whose key expires before the waiter looks (Redis's rule: it stays blocked).
+    r.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    r.multi(&[&["RPUSH", "k", "x"], &["PEXPIRE", "k", "50"], &["DEBUG", "SLEEP", "0.1"]]);
+    r.cmd(&["EXEC"]);
+    assert_eq!(flags(&mut r), "b");
+    r.cmd(&["RPUSH", "k", "y"]);
+    assert_eq!(a.read(), arr(&["k", "y"]));
+    assert_eq!(flags(&mut r), "N");
+    r.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+}

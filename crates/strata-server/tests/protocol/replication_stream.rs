@@ -83,7 +83,7 @@ impl Attached {
 
 #[test]
 fn each_command_goes_to_the_stream_as_its_effect() {
-    let s = Server::start(&[]);
+    let s = Server::start(&["--enable-debug-command", "yes"]);
     let mut c = s.raw();
     assert_eq!(
         c.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]),
@@ -110,6 +110,10 @@ fn each_command_goes_to_the_stream_as_its_effect() {
         &["LMPOP", "1", "l", "LEFT", "COUNT", "10"],
         &["HINCRBYFLOAT", "h", "x", "2.5"],
         &["XADD", "x", "MAXLEN", "~", "5", "*", "f", "v"],
+        &["XGROUP", "CREATE", "x", "g", "0"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">"],
+        &["SADD", "src", "3", "1", "2"],
+        &["SORT", "src", "BY", "nosort", "STORE", "dst"],
     ] {
         assert!(!matches!(c.cmd(line), Reply::Error(_)), "{line:?}");
     }
@@ -126,7 +130,7 @@ fn each_command_goes_to_the_stream_as_its_effect() {
     assert_eq!(b.read(), Reply::Array(vec![Reply::bulk("q"), Reply::bulk("v")]));
     // Another database, and a key deleted because its time was up when read.
     c.cmd(&["SELECT", "5"]);
-    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), Reply::Simple("OK".into()));
     c.cmd(&["SET", "z", "v", "PX", "1"]);
     std::thread::sleep(Duration::from_millis(10));
     assert_eq!(c.cmd(&["GET", "z"]), Reply::Null);
@@ -152,6 +156,11 @@ fn each_command_goes_to_the_stream_as_its_effect() {
         &["lpop", "l", "3"],
         &["hset", "h", "x", "2.5"],
         &["xadd", "x", "minid", "=", "*", "*", "f", "v"],
+        &["xgroup", "create", "x", "g", "0"],
+        // What XREADGROUP and SORT ... STORE left, as a RESTORE of the key.
+        &["restore", "x", "0", "*", "replace", "absttl"],
+        &["sadd", "src", "3", "1", "2"],
+        &["restore", "dst", "0", "*", "replace", "absttl"],
         &["multi"],
         &["incr", "n"],
         &["incr", "n"],
