@@ -748,9 +748,9 @@ pub struct SyncRequest {
     /// Whether the replication stream follows (a replica), or the connection closes after
     /// the RDB (`REPLCONF rdb-only 1`).
     pub stream: bool,
-    /// PSYNC's offset, when it named this server's stream: the stream alone is sent from
-    /// there if it is still held.
-    pub resume: Option<u64>,
+    /// PSYNC's replication id and offset: the stream alone is sent from there if that
+    /// history is this server's and its bytes are still held.
+    pub resume: Option<(Vec<u8>, u64)>,
     /// The replica's `listening-port`.
     pub port: u16,
 }

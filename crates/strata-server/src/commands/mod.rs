@@ -945,11 +945,11 @@ pub fn dispatch_found(
     // when they start (a script that may write) and at each write they call
     // (`scripting::ScriptHost`); the commands an EXEC or a script runs pass here with
     // `in_exec` and are not refused one by one.
-    if ((cmd.write && cmd.name != "exec" && !scripting::runs_script(cmd.name))
-        || exec_of_writes(sh, conn, cmd))
-        && !conn.in_exec
+    if !conn.in_exec
         && !conn.master
         && sh.lacks_good_replicas()
+        && ((cmd.write && cmd.name != "exec" && !scripting::runs_script(cmd.name))
+            || exec_of_writes(sh, conn, cmd))
     {
         reject(sh, conn, Some(cmd), NOREPLICAS, out);
         return;

@@ -145,8 +145,8 @@ Raft (docs/replication.md)"
     let resume = psync
         .then(|| parse_int_strict(&a[2]).map(|o| (a[1].clone(), o)))
         .flatten()
-        .filter(|(id, o)| *o > 0 && id.as_slice() == sh.engine().backlog.replid().as_bytes())
-        .map(|(_, o)| o as u64);
+        .filter(|(_, o)| *o > 0)
+        .map(|(id, o)| (id, o as u64));
     c.sync = Some(SyncRequest {
         psync,
         keys: !filtered,

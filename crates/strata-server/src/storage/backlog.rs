@@ -303,6 +303,10 @@ impl Backlog {
     /// or `Gone` when those bytes were let go.
     pub fn reader(&self, at: u64) -> Result<Arc<Reader>, Gone> {
         let mut g = self.inner.lock();
+        Self::register(&mut g, at)
+    }
+
+    fn register(g: &mut Inner, at: u64) -> Result<Arc<Reader>, Gone> {
         let end = g.first + g.buf.len() as u64;
         if at < g.first || at > end {
             return Err(Gone::Trimmed);
@@ -310,6 +314,17 @@ impl Backlog {
         let r = Arc::new(Reader { at: AtomicU64::new(at), dropped: AtomicBool::new(false) });
         g.readers.push(r.clone());
         Ok(r)
+    }
+
+    /// Registers a reader from offset `at` of the history `replid` names (PSYNC's partial
+    /// resync), or `Gone` when this is another history (a reset came) or those bytes were
+    /// let go.
+    pub fn resume(&self, replid: &[u8], at: u64) -> Result<Arc<Reader>, Gone> {
+        let mut g = self.inner.lock();
+        if self.replid.lock().as_bytes() != replid {
+            return Err(Gone::Trimmed);
+        }
+        Self::register(&mut g, at)
     }
 
     /// Unregisters `r`.
@@ -420,8 +435,12 @@ mod tests {
         let r = b.reader(0).unwrap();
         b.append(&[item(0, &["SET", "a", "1"])], false);
         let (id, end) = (b.replid(), b.offset());
+        assert!(b.resume(id.as_bytes(), end).is_ok());
         b.reset();
         assert!(r.dropped());
+        // The old history's offsets name nothing of the new one.
+        assert_eq!(b.resume(id.as_bytes(), end).err(), Some(Gone::Trimmed));
+        assert!(b.resume(b.replid().as_bytes(), end).is_ok());
         assert_ne!(b.replid(), id);
         assert_eq!(b.offset(), end);
         assert!(!b.holds(0) && b.holds(end));

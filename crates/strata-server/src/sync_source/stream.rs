@@ -59,10 +59,10 @@ async fn run(
     req: &SyncRequest,
 ) -> Result<(), String> {
     let backlog = &sh.engine().backlog;
-    let replid = backlog.replid();
     // PSYNC asks for the byte after the last it has.
-    if let Some(from) = req.resume.map(|at| at - 1).filter(|_| backlog.is_active()) {
-        if let Ok(reader) = backlog.reader(from) {
+    if let Some((id, at)) = req.resume.as_ref().filter(|_| backlog.is_active()) {
+        if let Ok(reader) = backlog.resume(id, at - 1) {
+            let replid = backlog.replid();
             eprintln!("Partial resynchronization request from client {client} accepted");
             let line = format!("+CONTINUE {replid}\r\n");
             sock.write_all(line.as_bytes()).await.map_err(|e| format!("writing: {e}"))?;
@@ -80,11 +80,11 @@ async fn run(
             let _all = engine.locks.lock_all();
             let moment = dataset::moment_pinned(&sh);
             engine.backlog.forget_selected();
-            let end = engine.backlog.offset();
-            engine.backlog.reader(end).map(|r| (moment, end, r))
+            let (end, replid) = (engine.backlog.offset(), engine.backlog.replid());
+            engine.backlog.reader(end).map(|r| (moment, end, replid, r))
         })
     };
-    let (moment, end, reader) = taken
+    let (moment, end, replid, reader) = taken
         .await
         .map_err(|e| format!("taking the dataset: {e}"))?
         .map_err(|_| "the stream's end was let go".to_string())?;
