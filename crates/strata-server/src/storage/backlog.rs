@@ -21,9 +21,9 @@
 //! it and found it off ([`Backlog::enter`]) to end, so none of them straddles it.
 //!
 //! Memory: the last `repl-backlog-size` bytes are kept for partial resyncs (PSYNC), and
-//! more while a connected replica still has to read them, up to `hard_limit` behind the
-//! end (Redis's `client-output-buffer-limit replica`): a replica that far behind is
-//! dropped ([`Reader::dropped`]) and resyncs in full.
+//! more while a connected replica still has to read them, up to a hard limit behind the
+//! end ([`Backlog::set_limits`]; Redis's `client-output-buffer-limit replica`, 256 MB): a
+//! replica that far behind is dropped ([`Reader::dropped`]) and resyncs in full.
 
 use parking_lot::Mutex;
 use std::cell::Cell;

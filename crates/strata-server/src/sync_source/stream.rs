@@ -27,6 +27,10 @@ use crate::resp::parser::{parse_command, ParseOutcome};
 use crate::state::{Shared, SyncRequest};
 use crate::storage::backlog::Reader;
 
+/// How far behind the stream's end a replica may fall before it is dropped (Redis's
+/// `client-output-buffer-limit replica 256mb`).
+const REPLICA_HARD_LIMIT: u64 = 256 << 20;
+
 /// How much of the stream goes to the socket per write.
 const CHUNK: usize = 256 * 1024;
 
@@ -59,6 +63,10 @@ async fn run(
     req: &SyncRequest,
 ) -> Result<(), String> {
     let backlog = &sh.engine().backlog;
+    // `repl-backlog-size` as set now (CONFIG SET takes effect at the next replica's sync);
+    // the replica's limit behind the end is Redis's default hard limit for replicas.
+    let size = sh.params.read().get("repl-backlog-size").and_then(|v| crate::config::parse_size(v));
+    backlog.set_limits(size.map_or(1 << 20, |s| s as usize), REPLICA_HARD_LIMIT);
     // PSYNC asks for the byte after the last it has.
     if let Some((id, at)) = req.resume.as_ref().filter(|_| backlog.is_active()) {
         if let Ok(reader) = backlog.resume(id, at - 1) {

@@ -416,3 +416,29 @@ fn an_exec_is_judged_by_its_commands_and_a_transaction_that_made_it_a_replica_st
     c.cmd(&["SET", "end", "1"]);
     repl.expect(&[&["select", "0"], &["set", "foo", "bar"], &["set", "end", "1"]]);
 }
+
+#[test]
+fn the_backlog_keeps_repl_backlog_size_bytes_for_a_replica_that_keeps_up() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    c.cmd(&["CONFIG", "SET", "repl-backlog-size", "16kb"]);
+    let mut repl = attach(s.port);
+    let value = "v".repeat(1000);
+    for i in 0..100 {
+        c.cmd(&["SET", &format!("k{i}"), &value]);
+    }
+    // The replica reads everything: what stays is the last 16 KB, for a PSYNC.
+    repl.expect(&[&["select", "0"]]);
+    for i in 0..100 {
+        let k = format!("k{i}");
+        repl.expect(&[&["set", &k, "v*"]]);
+    }
+    // One more write, once the replica has read the others: the trim it makes keeps 16 KB.
+    c.cmd(&["SET", "last", "1"]);
+    let end: u64 = info_field(&mut c, "replication", "master_repl_offset").parse().unwrap();
+    let held: u64 = info_field(&mut c, "replication", "repl_backlog_histlen").parse().unwrap();
+    let first: u64 =
+        info_field(&mut c, "replication", "repl_backlog_first_byte_offset").parse().unwrap();
+    assert!(end > 100_000 && held == 16 * 1024, "end {end}, held {held}");
+    assert_eq!(first + held, end + 1);
+}
