@@ -89,6 +89,8 @@ fn each_command_goes_to_the_stream_as_its_effect() {
         c.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]),
         Reply::Simple("OK".into())
     );
+    c.cmd(&["SET", "dumped", "v"]);
+    let Reply::Bulk(dumped) = c.cmd(&["DUMP", "dumped"]) else { panic!("no DUMP") };
     let mut repl = attach(s.port);
     let past = "1000";
     for line in [
@@ -114,9 +116,23 @@ fn each_command_goes_to_the_stream_as_its_effect() {
         &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">"],
         &["SADD", "src", "3", "1", "2"],
         &["SORT", "src", "BY", "nosort", "STORE", "dst"],
+        &["RPUSH", "from", "a", "b"],
+        &["BLMOVE", "from", "to", "RIGHT", "LEFT", "0"],
+        &["BRPOPLPUSH", "from", "to", "0"],
+        &["ZADD", "z1", "1", "a", "2", "b"],
+        &["BZPOPMIN", "z1", "0"],
+        &["ZMPOP", "1", "z1", "MAX", "COUNT", "5"],
+        &["XTRIM", "x", "MAXLEN", "0"],
     ] {
         assert!(!matches!(c.cmd(line), Reply::Error(_)), "{line:?}");
     }
+    c.send_raw(&Raw::encode(&[b"RESTORE", b"r", b"100000", &dumped, b"REPLACE"]));
+    assert_eq!(c.read(), Reply::Simple("OK".into()));
+    // MIGRATE: the replicas delete what moved.
+    let target = Server::start(&[]);
+    c.cmd(&["SET", "mk", "1"]);
+    let moved = c.cmd(&["MIGRATE", "127.0.0.1", &target.port.to_string(), "mk", "0", "5000"]);
+    assert_eq!(moved, Reply::Simple("OK".into()));
     c.multi(&[&["INCR", "n"], &["INCR", "n"]]);
     c.cmd(&["EXEC"]);
     c.multi(&[&["INCR", "n"]]);
@@ -161,6 +177,16 @@ fn each_command_goes_to_the_stream_as_its_effect() {
         &["restore", "x", "0", "*", "replace", "absttl"],
         &["sadd", "src", "3", "1", "2"],
         &["restore", "dst", "0", "*", "replace", "absttl"],
+        &["rpush", "from", "a", "b"],
+        &["lmove", "from", "to", "right", "left"],
+        &["lmove", "from", "to", "right", "left"],
+        &["zadd", "z1", "1", "a", "2", "b"],
+        &["zpopmin", "z1"],
+        &["zpopmax", "z1", "1"],
+        &["xtrim", "x", "maxlen", "=", "0"],
+        &["restore", "r", "1*", "*", "replace", "absttl"],
+        &["set", "mk", "1"],
+        &["del", "mk"],
         &["multi"],
         &["incr", "n"],
         &["incr", "n"],
