@@ -1,7 +1,7 @@
 //! The replicas following this server (`sync_source` serves each its dataset and then the
 //! replication stream): what INFO replication, ROLE, WAIT and `min-replicas-to-write` read.
 //! Each is known by its connection's client id, from its SYNC until its connection ends;
-//! WAIT's clients block on `commands::server::ACKED`, served at each acknowledgement.
+//! WAIT's clients are served again at each acknowledgement (`commands::server`).
 
 use parking_lot::Mutex;
 use std::sync::atomic::AtomicU64;
@@ -79,6 +79,11 @@ impl Replicas {
             r.ack = r.ack.max(ack);
             r.ack_at = Instant::now();
         }
+    }
+
+    /// Whether no replica is connected.
+    pub fn is_empty(&self) -> bool {
+        self.list.lock().is_empty()
     }
 
     /// The replicas, in the order they came.

@@ -199,14 +199,9 @@ pub fn push_state(sh: &Shared, db: usize, k: &[u8]) {
         ],
         // A key gone, or one whose records cannot be read (the replica's copy goes rather
         // than stay different).
-        _ => del(k),
+        _ => propagated::del(k),
     };
     propagated::push(db, argv);
-}
-
-/// `DEL key`.
-pub fn del(k: &[u8]) -> Vec<Vec<u8>> {
-    vec![b"DEL".to_vec(), k.to_vec()]
 }
 
 /// Replaces the running command with `PEXPIREAT key at`, or with `DEL key` when `at` had
@@ -216,7 +211,7 @@ pub fn expire_at(db: usize, k: &[u8], at: u64, deleted: bool) {
         return;
     }
     if deleted {
-        propagated::replace(db, del(k));
+        propagated::replace(db, propagated::del(k));
     } else {
         propagated::replace(
             db,

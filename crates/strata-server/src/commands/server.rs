@@ -48,8 +48,17 @@ pub fn echo(_: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
 /// held when WAIT came, waited for (off the async workers) until that reaches
 /// `numreplicas` or the timeout passes. Every write was acknowledged after a majority of its
 /// partition's replicas had it, so the count is at least a majority less one.
-/// The key a WAIT for replicas blocks on: served at each acknowledgement (`sync_source`).
-pub const ACKED: &[u8] = b"\x00replicas-acknowledged";
+/// The key a WAIT for replicas blocks on (in its connection's database).
+const ACKED: &[u8] = b"\x00replicas-acknowledged";
+
+/// A replica acknowledged (`sync_source`): the clients in WAIT count again.
+pub fn replicas_acked(sh: &Shared) {
+    if sh.blocked.count() == 0 {
+        return;
+    }
+    let waited = (0..sh.config.databases).map(|db| crate::blocked::waited_key(db, ACKED));
+    super::blocking::serve(sh, waited.collect());
+}
 
 pub fn wait(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if sh.master_link.following() {
@@ -71,7 +80,7 @@ pub fn wait(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
             out.int(count as i64);
             return Ok(());
         }
-        if !sh.replicas.list().is_empty() {
+        if !sh.replicas.is_empty() {
             if a.len() == 3 {
                 // Asked now rather than at their next second's acknowledgement.
                 sh.engine().backlog.append_raw(&[b"REPLCONF", b"GETACK", b"*"]);

@@ -332,12 +332,6 @@ impl Backlog {
         self.inner.lock().readers.retain(|x| !Arc::ptr_eq(x, r));
     }
 
-    /// Whether offset `at` can still be read from (PSYNC's partial resync).
-    pub fn holds(&self, at: u64) -> bool {
-        let g = self.inner.lock();
-        at >= g.first && at <= g.first + g.buf.len() as u64
-    }
-
     /// Up to `max` bytes from where `r` has read to, and moves it past them; empty at the
     /// end.
     pub fn read(&self, r: &Reader, max: usize) -> Result<Vec<u8>, Gone> {
@@ -425,7 +419,7 @@ mod tests {
         assert_eq!(b.read(&slow, 100), Err(Gone::Trimmed));
         let (first, len) = b.held();
         assert!(len <= 17 * 1024 && first > 0, "{first} {len}");
-        assert!(!b.holds(0) && b.holds(b.offset()));
+        assert!(b.reader(0).is_err() && b.reader(b.offset()).is_ok());
         assert_eq!(b.reader(0).err(), Some(Gone::Trimmed));
     }
 
@@ -443,7 +437,7 @@ mod tests {
         assert!(b.resume(b.replid().as_bytes(), end).is_ok());
         assert_ne!(b.replid(), id);
         assert_eq!(b.offset(), end);
-        assert!(!b.holds(0) && b.holds(end));
+        assert!(b.reader(0).is_err() && b.reader(end).is_ok());
         b.append(&[item(0, &["SET", "a", "2"])], false);
         let fresh = b.reader(end).unwrap();
         let bytes = b.read(&fresh, 100).unwrap();

@@ -79,6 +79,11 @@ pub fn replace_with_nothing() {
     REPLACED.with(|r| r.set(true));
 }
 
+/// `DEL key`, as the stream carries a deletion.
+pub fn del(k: &[u8]) -> Vec<Vec<u8>> {
+    vec![b"DEL".to_vec(), k.to_vec()]
+}
+
 /// A batch was written on this thread.
 pub fn wrote() {
     WRITES.with(|w| w.set(w.get() + 1));
@@ -96,7 +101,7 @@ pub fn as_expiry<R>(f: impl FnOnce() -> R) -> R {
 /// entered the write in `backlog`): DELs go to the running command's gathering, or straight
 /// to the stream when no command gathers (the expiry task, a reader's deletion).
 pub fn expired(backlog: &Backlog, db: usize, keys: &[&[u8]]) {
-    let dels = keys.iter().map(|k| vec![b"DEL".to_vec(), k.to_vec()]);
+    let dels = keys.iter().map(|k| del(k));
     if is_open() {
         for argv in dels {
             push(db, argv);

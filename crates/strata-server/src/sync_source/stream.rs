@@ -22,6 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::dataset;
+use crate::commands::args::is;
 use crate::replicas::{Replica, ReplicaState};
 use crate::resp::parser::{parse_command, ParseOutcome};
 use crate::state::{Shared, SyncRequest};
@@ -189,23 +190,14 @@ fn take_acks(sh: &Shared, client: u64, input: &mut Vec<u8>) -> Result<(), String
             Ok(ParseOutcome::Incomplete) => break,
             Ok(ParseOutcome::Command(args, len)) => {
                 used += len;
-                let is = |i: usize, w: &str| {
-                    args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()))
-                };
-                if is(0, "replconf") && is(1, "ack") {
+                if args.len() >= 2 && is(&args[0], "replconf") && is(&args[1], "ack") {
                     let ack = args
                         .get(2)
                         .and_then(|a| std::str::from_utf8(a).ok())
                         .and_then(|a| a.parse::<u64>().ok());
                     if let Some(ack) = ack {
                         sh.replicas.ack(client, ack);
-                        // The clients in WAIT look again.
-                        let waited = (0..sh.config.databases)
-                            .map(|db| {
-                                crate::blocked::waited_key(db, crate::commands::server::ACKED)
-                            })
-                            .collect();
-                        crate::commands::blocking::serve(sh, waited);
+                        crate::commands::server::replicas_acked(sh);
                     }
                 }
             }
