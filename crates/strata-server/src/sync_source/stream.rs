@@ -48,9 +48,11 @@ pub async fn serve(sh: &Arc<Shared>, sock: &mut TcpStream, client: u64, req: Syn
         ack: 0,
         ack_at: std::time::Instant::now(),
     });
+    // Off the books however serving ends (a panic too: a replica left listed would count
+    // for WAIT and min-replicas-to-write).
+    let _listed = Listed { sh, client };
     eprintln!("Replica {who} (client {client}) asks for synchronization");
     let outcome = run(sh, sock, client, &req).await;
-    sh.replicas.remove(client);
     match outcome {
         Ok(()) => eprintln!("Connection with replica {who} lost (it closed it)"),
         Err(e) => eprintln!("Connection with replica {who} lost: {e}"),
@@ -104,6 +106,18 @@ async fn run(
     sh.replicas.set_state(client, ReplicaState::SendBulk);
     super::transfer(sh, sock, client, req, resync, Some(moment)).await?;
     stream(sh, sock, client, reader).await
+}
+
+/// Takes replica `client` off the books when its serving ends.
+struct Listed<'a> {
+    sh: &'a Shared,
+    client: u64,
+}
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        self.sh.replicas.remove(self.client);
+    }
 }
 
 /// Unregisters a reader when its replica's serving ends.
