@@ -203,8 +203,12 @@ impl Host for ScriptHost<'_> {
             if self.sh.lacks_good_replicas() {
                 return self.refuse(&mut out, Some(cmd), super::NOREPLICAS);
             }
+            // SCRIPT KILL answered OK before this first write: the write is not made (the
+            // hook stops the script at its next look; a pcall of this error does not help).
+            if !self.sh.scripts.note_write() {
+                return self.refuse(&mut out, Some(cmd), crate::script::KILLED_REPLY);
+            }
             self.wrote = true;
-            self.sh.scripts.note_write();
         }
         self.keys.extend(blocking::written_keys(cmd, argv));
         self.wide |= super::multi::spans_databases(cmd.name);

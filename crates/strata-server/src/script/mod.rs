@@ -33,7 +33,7 @@ use mlua::{ffi, HookTriggers, Lua, LuaOptions, StdLib, Value, Variadic, VmState}
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// What runs a script's `redis.call`: the command line, in RESP3 when `resp3`, giving its
@@ -115,8 +115,11 @@ pub struct Scripts {
     cache: Mutex<HashMap<String, Cached>>,
     /// A script is running.
     busy: AtomicBool,
-    /// SCRIPT KILL asked the running script to stop (the interpreter's hook reads it).
-    kill: Arc<AtomicBool>,
+    /// The running script's [`KILL`] and [`WROTE`] marks, in one word so that SCRIPT KILL
+    /// and the script's first write decide in one order which came first: a kill answered
+    /// OK is never followed by a write, a write is never followed by a kill (the
+    /// interpreter's hook reads [`KILL`]).
+    marks: Arc<AtomicU8>,
     /// While FUNCTION LOAD runs a library's code: when it is stopped (Redis's 500 ms).
     load_deadline: Arc<Mutex<Option<std::time::Instant>>>,
     /// FUNCTION's libraries by name (`library`).
@@ -124,8 +127,6 @@ pub struct Scripts {
     /// Each registered function's library, by the function's name in lower case (function
     /// names are case-insensitive, as in Redis 7.0).
     function_owner: Mutex<HashMap<String, String>>,
-    /// The running script has written (it can no longer be killed).
-    wrote: AtomicBool,
     /// When the running script started (`busy_ms`).
     started: Mutex<Option<std::time::Instant>>,
     /// The running script is a FUNCTION's (FCALL).
@@ -235,6 +236,14 @@ return run, env
 
 /// The registry name of the run's command primitive: `(argv...) -> reply, failed`.
 const RAW_CALL: &std::ffi::CStr = c"strata_raw_call";
+
+/// What the caller of a script stopped by SCRIPT KILL is told.
+pub const KILLED_REPLY: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+/// [`Scripts::marks`]: SCRIPT KILL (or SHUTDOWN) asked the running script to stop.
+const KILL: u8 = 1;
+/// [`Scripts::marks`]: the running script has written; SCRIPT KILL no longer stops it.
+const WROTE: u8 = 2;
 
 /// The registry name of the flag the kill hook sets: the running script is being killed.
 const KILLED: &std::ffi::CStr = c"strata_killed";
@@ -399,10 +408,10 @@ const GC_PERIOD: u64 = 50;
 impl Scripts {
     /// A fresh interpreter with an empty cache; `version` is the Redis version scripts see.
     pub fn new(version: &str) -> Result<Scripts, String> {
-        let kill = Arc::new(AtomicBool::new(false));
+        let marks = Arc::new(AtomicU8::new(0));
         let load_deadline = Arc::new(Mutex::new(None));
         let start = || {
-            new_interpreter(version, &kill, &load_deadline)
+            new_interpreter(version, &marks, &load_deadline)
                 .map_err(|e| format!("cannot start the Lua interpreter: {e}"))
         };
         let (lua, functions_lua) = (start()?, start()?);
@@ -414,9 +423,8 @@ impl Scripts {
             runs: std::sync::atomic::AtomicU64::new(0),
             cache: Mutex::new(HashMap::new()),
             busy: AtomicBool::new(false),
-            kill,
+            marks,
             load_deadline,
-            wrote: AtomicBool::new(false),
             started: Mutex::new(None),
             in_function: AtomicBool::new(false),
             running: Mutex::new(None),
@@ -527,11 +535,10 @@ impl Scripts {
         if !self.busy.load(Ordering::Acquire) {
             return Err(KillRefused::NotBusy);
         }
-        if self.wrote.load(Ordering::Acquire) {
-            return Err(KillRefused::Unkillable);
-        }
-        self.kill.store(true, Ordering::Release);
-        Ok(())
+        let marked = self.marks.fetch_update(Ordering::AcqRel, Ordering::Acquire, |m| {
+            (m & WROTE == 0).then_some(m | KILL)
+        });
+        marked.map(|_| ()).map_err(|_| KillRefused::Unkillable)
     }
 
     /// Whether a script is running now.
@@ -542,7 +549,7 @@ impl Scripts {
     /// SHUTDOWN: stops the running script, whether or not it wrote.
     pub fn stop_for_shutdown(&self) {
         if self.busy() {
-            self.kill.store(true, Ordering::Release);
+            self.marks.fetch_or(KILL, Ordering::AcqRel);
         }
     }
 
@@ -596,9 +603,15 @@ impl Scripts {
         self.started.lock().map(|t| t.elapsed().as_millis())
     }
 
-    /// Notes that the running script wrote: SCRIPT KILL no longer stops it.
-    pub fn note_write(&self) {
-        self.wrote.store(true, Ordering::Release);
+    /// Notes that the running script is about to write, so SCRIPT KILL no longer stops it;
+    /// false when a kill came first (the write must then not be made: the script is
+    /// stopped at the hook's next look, and its caller was told it was killed).
+    #[must_use]
+    pub fn note_write(&self) -> bool {
+        let marked = self.marks.fetch_update(Ordering::AcqRel, Ordering::Acquire, |m| {
+            (m & KILL == 0).then_some(m | WROTE)
+        });
+        marked.is_ok()
     }
 
     /// Runs cached script `sha` with `KEYS` and `ARGV`; its reply in `out` (the client's
@@ -642,8 +655,7 @@ impl Scripts {
         // The last script's marks are cleared before this one is seen busy: a SCRIPT KILL
         // that finds it busy sets `kill` after the clearing, which so never undoes it (a
         // kill undone would be answered OK and the script run on).
-        self.kill.store(false, Ordering::Release);
-        self.wrote.store(false, Ordering::Release);
+        self.marks.store(0, Ordering::Release);
         *self.started.lock() = Some(std::time::Instant::now());
         self.busy.store(true, Ordering::Release);
         let _idle = Idle(self);
@@ -706,12 +718,12 @@ impl Scripts {
             let run: mlua::Function = lua.named_registry_value("strata_run")?;
             run.call::<(bool, Value)>(f)
         });
-        let killed = self.kill.load(Ordering::Acquire);
+        let killed = self.marks.load(Ordering::Acquire) & KILL != 0;
         lua.globals().raw_remove("KEYS").ok();
         lua.globals().raw_remove("ARGV").ok();
         self.collect_some(&lua);
         if killed {
-            out.error("ERR Script killed by user with SCRIPT KILL...");
+            out.error(KILLED_REPLY);
             return;
         }
         // The errors that are the script's own (counted in INFO's error statistics; a
@@ -878,7 +890,7 @@ fn shebang(body: &[u8]) -> Result<(Flags, usize), String> {
 /// A new interpreter with Redis's libraries, the `redis` table and protected globals.
 fn new_interpreter(
     version: &str,
-    kill: &Arc<AtomicBool>,
+    marks: &Arc<AtomicU8>,
     load_deadline: &Arc<Mutex<Option<std::time::Instant>>>,
 ) -> mlua::Result<Lua> {
     let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
@@ -971,10 +983,10 @@ fn new_interpreter(
     g.raw_set("debug", inspect)?;
     lua.set_named_registry_value("strata_run", run)?;
     lua.set_named_registry_value("strata_env", env)?;
-    let kill = kill.clone();
+    let marks = marks.clone();
     let load_deadline = load_deadline.clone();
     lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |lua, _| {
-        if kill.load(Ordering::Acquire) {
+        if marks.load(Ordering::Acquire) & KILL != 0 {
             lua.set_named_registry_value("strata_killed", true)?;
             return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
         }
@@ -1180,6 +1192,55 @@ mod tests {
         assert!(eval(&s, "#!python\nreturn 1", &[], &[]).contains("Unexpected engine"));
         let body = "#!lua\nerror('x')";
         assert!(eval(&s, body, &[], &[]).contains("user_script:2: x"));
+    }
+
+    /// Regression: SCRIPT KILL and a script's first write raced, each reading the other's
+    /// mark before setting its own: the kill was answered OK, the write made, and the
+    /// script stopped after it (a partial script, its caller told it was killed). Now
+    /// exactly one of them wins, whatever the interleaving.
+    #[test]
+    fn a_kill_and_a_first_write_never_both_win() {
+        let s = std::sync::Arc::new(Scripts::new("7.2.0").unwrap());
+        let sha = s.load(b"while true do end").unwrap();
+        let (mut killed, mut wrote) = (0, 0);
+        for _ in 0..300 {
+            let runner = {
+                let (s, sha) = (s.clone(), sha.clone());
+                std::thread::spawn(move || {
+                    s.run(&sha, &[], &[], &mut Echo(Vec::new()), &mut Out::default());
+                })
+            };
+            let start = std::time::Instant::now();
+            while !s.busy() {
+                assert!(start.elapsed() < std::time::Duration::from_secs(10), "never busy");
+                std::hint::spin_loop();
+            }
+            let both = std::sync::Arc::new(std::sync::Barrier::new(2));
+            let writer = {
+                let (s, both) = (s.clone(), both.clone());
+                std::thread::spawn(move || {
+                    both.wait();
+                    s.note_write()
+                })
+            };
+            both.wait();
+            let kill = s.kill();
+            let write = writer.join().unwrap();
+            match kill {
+                Ok(()) => {
+                    assert!(!write, "killed after its write");
+                    killed += 1;
+                }
+                Err(KillRefused::Unkillable) => {
+                    assert!(write, "unkillable without a write");
+                    wrote += 1;
+                    s.stop_for_shutdown();
+                }
+                Err(KillRefused::NotBusy) => panic!("not busy while running"),
+            }
+            runner.join().unwrap();
+        }
+        assert_eq!(killed + wrote, 300);
     }
 
     /// Regression: a SCRIPT KILL made the moment a script is seen busy stops it. The script
