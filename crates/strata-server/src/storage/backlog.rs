@@ -61,8 +61,8 @@ pub struct Backlog {
     activating: Mutex<()>,
     slots: [Slot; SLOTS],
     inner: Mutex<Inner>,
-    /// The stream's end offset, for the readers waiting for more.
-    end: tokio::sync::watch::Sender<u64>,
+    /// The stream's end offset (`first` + the bytes held), read without the lock.
+    end: AtomicU64,
     /// Redis's `master_replid`: 40 hex digits drawn at start, and again when the dataset is
     /// replaced ([`Backlog::reset`]).
     replid: Mutex<String>,
@@ -79,6 +79,8 @@ struct Inner {
     /// How far behind the end a reader may fall before it is dropped.
     hard_limit: u64,
     readers: Vec<Arc<Reader>>,
+    /// The buffer an entry is encoded in, kept between appends.
+    scratch: Vec<u8>,
 }
 
 /// A replica reading the stream: where it has read to, kept by its sender.
@@ -86,6 +88,10 @@ struct Inner {
 pub struct Reader {
     at: AtomicU64,
     dropped: AtomicBool,
+    /// Its sender waits for more ([`Reader::more`]): the next append wakes it. Only a
+    /// waiting reader is woken, so an append with every reader busy sending wakes nobody.
+    waiting: AtomicBool,
+    wake: tokio::sync::Notify,
 }
 
 impl Reader {
@@ -97,6 +103,27 @@ impl Reader {
     /// Whether it fell so far behind that its bytes were let go: its replica must resync.
     pub fn dropped(&self) -> bool {
         self.dropped.load(Ordering::Acquire)
+    }
+
+    /// Waits until the stream has bytes past where this reader is, or it was dropped
+    /// (returns at once if so already). A wake-up may come without them: read, then ask
+    /// again.
+    pub async fn more(&self, backlog: &Backlog) {
+        // Marked before the look: an append after the look finds the mark and wakes it
+        // (`notify_one` keeps the wake-up for a waiter not yet waiting).
+        self.waiting.store(true, Ordering::SeqCst);
+        if backlog.end.load(Ordering::SeqCst) > self.at() || self.dropped() {
+            self.waiting.store(false, Ordering::Relaxed);
+            return;
+        }
+        self.wake.notified().await;
+    }
+
+    /// Wakes its sender if it waits.
+    fn poke(&self) {
+        if self.waiting.swap(false, Ordering::SeqCst) {
+            self.wake.notify_one();
+        }
     }
 }
 
@@ -150,8 +177,9 @@ impl Default for Backlog {
                 size: 1 << 20,
                 hard_limit: 256 << 20,
                 readers: Vec::new(),
+                scratch: Vec::new(),
             }),
-            end: tokio::sync::watch::channel(0).0,
+            end: AtomicU64::new(0),
             replid: Mutex::new(replid),
         }
     }
@@ -168,15 +196,14 @@ impl Backlog {
     pub fn reset(&self) {
         let mut g = self.inner.lock();
         *self.replid.lock() = new_replid();
+        // The readers waiting for more are woken to see they were dropped.
         for r in g.readers.drain(..) {
             r.dropped.store(true, Ordering::Release);
+            r.poke();
         }
         g.first += g.buf.len() as u64;
         g.buf.clear();
         g.selected = None;
-        drop(g);
-        // The readers waiting for more see they were dropped.
-        self.end.send_modify(|_| {});
     }
 
     /// Whether the stream exists (a replica asked for it since the start).
@@ -224,7 +251,7 @@ impl Backlog {
 
     /// The stream's end offset (bytes appended since the start).
     pub fn offset(&self) -> u64 {
-        *self.end.borrow()
+        self.end.load(Ordering::Acquire)
     }
 
     /// The first offset still held and how many bytes are held.
@@ -241,8 +268,9 @@ impl Backlog {
             return;
         }
         let wrap = transaction && items.len() > 1;
-        let mut bytes = Vec::new();
         let mut g = self.inner.lock();
+        let mut bytes = std::mem::take(&mut g.scratch);
+        bytes.clear();
         let select = |bytes: &mut Vec<u8>, g: &mut Inner, db: usize| {
             if g.selected != Some(db) {
                 encode(bytes, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
@@ -261,6 +289,7 @@ impl Backlog {
             encode(&mut bytes, &[b"EXEC".as_slice()]);
         }
         self.push(&mut g, &bytes);
+        g.scratch = bytes;
     }
 
     /// Appends a command of no database (PING, REPLCONF GETACK).
@@ -281,6 +310,7 @@ impl Backlog {
             if !keep {
                 r.dropped.store(true, Ordering::Release);
             }
+            r.poke();
             keep
         });
         let slowest = g.readers.iter().map(|r| r.at()).min().unwrap_or(end);
@@ -290,7 +320,7 @@ impl Backlog {
             g.buf.drain(..drop);
             g.first = keep_from;
         }
-        self.end.send_replace(end);
+        self.end.store(end, Ordering::SeqCst);
     }
 
     /// The next entry selects its database: the stream of a dataset taken now starts
@@ -311,7 +341,12 @@ impl Backlog {
         if at < g.first || at > end {
             return Err(Gone::Trimmed);
         }
-        let r = Arc::new(Reader { at: AtomicU64::new(at), dropped: AtomicBool::new(false) });
+        let r = Arc::new(Reader {
+            at: AtomicU64::new(at),
+            dropped: AtomicBool::new(false),
+            waiting: AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
+        });
         g.readers.push(r.clone());
         Ok(r)
     }
@@ -345,11 +380,6 @@ impl Backlog {
         let bytes: Vec<u8> = g.buf.range(from..from + n).copied().collect();
         r.at.store(at + n as u64, Ordering::Release);
         Ok(bytes)
-    }
-
-    /// A receiver of the end offset, for a reader waiting for more.
-    pub fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.end.subscribe()
     }
 }
 
@@ -442,6 +472,50 @@ mod tests {
         let fresh = b.reader(end).unwrap();
         let bytes = b.read(&fresh, 100).unwrap();
         assert!(String::from_utf8_lossy(&bytes).starts_with("*2\r\n$6\r\nSELECT"));
+    }
+
+    /// A waiting reader is woken by each append from another thread, however the two
+    /// interleave (a wake-up lost between its look and its wait would stall a replica
+    /// until the next write), and by a reset that drops it.
+    #[test]
+    fn a_waiting_reader_is_woken_by_appends_and_by_its_drop() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let b = Arc::new(Backlog::default());
+        let r = b.reader(0).unwrap();
+        let writer = {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                for i in 0..2000 {
+                    b.append(&[item(0, &["SET", "k", &i.to_string()])], false);
+                    if i % 7 == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        };
+        let end = rt.block_on(async {
+            let mut got = 0u64;
+            loop {
+                let n = b.read(&r, 1 << 20).unwrap().len() as u64;
+                got += n;
+                if n == 0 && writer.is_finished() && got == b.offset() {
+                    return got;
+                }
+                if n == 0 {
+                    let waited = tokio::time::timeout(Duration::from_secs(10), r.more(&b)).await;
+                    assert!(waited.is_ok() || got == b.offset(), "a wake-up was lost at {got}");
+                }
+            }
+        });
+        assert_eq!(end, b.offset());
+        let waiter = {
+            let (b, r) = (b.clone(), r.clone());
+            std::thread::spawn(move || rt.block_on(r.more(&b)))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        b.reset();
+        waiter.join().unwrap();
+        assert!(r.dropped());
     }
 
     #[test]

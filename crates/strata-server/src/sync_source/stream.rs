@@ -142,7 +142,6 @@ async fn stream(
     let _forget = Forget { sh, reader: reader.clone() };
     let backlog = &sh.engine().backlog;
     sh.replicas.set_state(client, ReplicaState::Online);
-    let mut more = backlog.watch();
     let (mut rd, mut wr) = sock.split();
     let mut input: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 4096];
@@ -161,11 +160,7 @@ async fn stream(
             wr.write_all(&bytes).await.map_err(|e| format!("writing: {e}"))?;
         }
         tokio::select! {
-            changed = more.changed() => {
-                if changed.is_err() {
-                    return Err("the server stops".into());
-                }
-            }
+            () = reader.more(backlog) => {}
             n = rd.read(&mut buf) => {
                 let n = n.map_err(|e| format!("reading: {e}"))?;
                 if n == 0 {
