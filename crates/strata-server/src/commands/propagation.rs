@@ -11,12 +11,11 @@
 //! Each command, at any depth, goes to the stream when it wrote ([`end`]): as it was sent,
 //! unless its handler replaced it with the commands of its effect
 //! (`storage::propagated::replace`: a relative expiry as an absolute one, a pop as the pop
-//! it made, a random choice as what was chosen). A few whose effect depends on more than
-//! their arguments and the keys' state (XREADGROUP, XCLAIM and XAUTOCLAIM, which read the
-//! clock and the consumers' history; SORT ... STORE, whose equal elements keep a set's
-//! order) go as the state they left: a RESTORE of each key they wrote, or its DEL. Some go
-//! whether or not they wrote: FLUSHALL, FLUSHDB, SWAPDB, FUNCTION's writes and PUBLISH (for
-//! the replicas' subscribers).
+//! it made, a random choice as what was chosen; XREADGROUP, XCLAIM and XAUTOCLAIM as the
+//! XCLAIMs and XGROUPs of what they changed, `stream_group::propagate`). SORT ... STORE,
+//! whose equal elements keep a set's order, goes as the state it left: a RESTORE of the key
+//! it wrote, or its DEL. Some go whether or not they wrote: FLUSHALL, FLUSHDB, SWAPDB,
+//! FUNCTION's writes and PUBLISH (for the replicas' subscribers).
 
 use crate::state::{Conn, Shared};
 use crate::storage::backlog::Entered;
@@ -50,11 +49,7 @@ fn always(cmd: &Command, args: &[Vec<u8>]) -> bool {
 
 /// Whether `cmd` goes as the state it left (module doc).
 fn as_state(cmd: &Command, args: &[Vec<u8>]) -> bool {
-    match cmd.name {
-        "xreadgroup" | "xclaim" | "xautoclaim" => true,
-        "sort" => args.iter().any(|a| is(a, "store")),
-        _ => false,
-    }
+    cmd.name == "sort" && args.iter().any(|a| is(a, "store"))
 }
 
 /// Whether a top-level `cmd` may put anything in the stream.
@@ -92,13 +87,15 @@ pub fn enter<'a>(sh: &'a Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -
     Some(Top { sh, _entered: entered, _keys: keys, opened })
 }
 
-/// After the top-level command of `top` ran: appends what it gathered, then lets its keys
-/// go. The connection's last write is then at the stream's end (WAIT).
+/// After the top-level command of `top` ran: appends what it gathered (several commands as
+/// one MULTI/EXEC, as Redis 7.0 wraps what one command propagates: the keys it found
+/// expired and deleted with its own, the XCLAIMs of an XREADGROUP), then lets its keys go.
+/// The connection's last write is then at the stream's end (WAIT).
 pub fn leave(top: Top<'_>, conn: &mut Conn) {
     if top.opened {
         let items = propagated::close();
         if !items.is_empty() && !became_replica(top.sh, conn) {
-            top.sh.engine().backlog.append(&items, false);
+            top.sh.engine().backlog.append(&items, true);
             conn.repl_offset = top.sh.engine().backlog.offset();
         }
     }

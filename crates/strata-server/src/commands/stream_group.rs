@@ -12,7 +12,7 @@ use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use crate::types::number::parse_int_strict;
 use crate::types::stream::claim::{self, AutoClaim, ClaimOpts, Claimed};
-use crate::types::stream::group::{self, GroupStart};
+use crate::types::stream::group::{self, Effects, GroupStart};
 use crate::types::stream::id::{self, IdSyntax};
 use crate::types::stream::info::{self, PendingQuery};
 use crate::types::stream::StreamError;
@@ -31,6 +31,61 @@ fn no_key_or_group(key: &[u8], group: &[u8]) -> CmdError {
 pub(super) fn no_such_group(key: &[u8], group: &[u8]) -> CmdError {
     format!("NOGROUP No such consumer group '{}' for key name '{}'", lossy(group), lossy(key))
         .into()
+}
+
+/// Puts `e`, what a group command changed in `group` of `key` (database `db`), in the
+/// replication stream in the command's place, as Redis 7.0 does: the consumer a NOACK read
+/// made as `XGROUP CREATECONSUMER`, each PEL entry as `XCLAIM key group consumer 0 id TIME
+/// ms RETRYCOUNT n FORCE JUSTID LASTID last` (which a replica applies the same whatever its
+/// PEL held, and which drops the entry there too when its stream entry is gone), a last id
+/// moved without one as `XGROUP SETID key group id ENTRIESREAD n`. Nothing when nothing
+/// changed. Call it once per stream, or after [`propagate_nothing`] when several.
+pub(super) fn propagate(db: usize, key: &[u8], group: &[u8], consumer: &[u8], e: &Effects) {
+    if !super::propagation::gathering() {
+        return;
+    }
+    propagate_nothing();
+    if e.consumer_made {
+        super::propagation::replace(db, &[b"XGROUP", b"CREATECONSUMER", key, group, consumer]);
+    }
+    for (id, nack, last) in &e.pel {
+        let (id, last) = (id.to_string(), last.to_string());
+        let (time, count) = (nack.delivery_ms.to_string(), nack.deliveries.to_string());
+        super::propagation::replace(
+            db,
+            &[
+                b"XCLAIM",
+                key,
+                group,
+                &nack.consumer,
+                b"0",
+                id.as_bytes(),
+                b"TIME",
+                time.as_bytes(),
+                b"RETRYCOUNT",
+                count.as_bytes(),
+                b"FORCE",
+                b"JUSTID",
+                b"LASTID",
+                last.as_bytes(),
+            ],
+        );
+    }
+    if let Some((last, read)) = e.moved {
+        let (last, read) = (last.to_string(), read.unwrap_or(-1).to_string());
+        super::propagation::replace(
+            db,
+            &[b"XGROUP", b"SETID", key, group, last.as_bytes(), b"ENTRIESREAD", read.as_bytes()],
+        );
+    }
+}
+
+/// The running command goes to the replication stream as nothing unless [`propagate`]
+/// adds to it (a group command's own line is never what Redis sends).
+pub(super) fn propagate_nothing() {
+    if super::propagation::gathering() {
+        crate::storage::propagated::replace_with_nothing();
+    }
 }
 
 /// Replaces the data layer's `NoGroup` with `err`.
@@ -279,8 +334,9 @@ pub fn xclaim(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
         }
         j += 1;
     }
-    let claimed =
+    let (claimed, effects) =
         or_no_group(claim::claim(&ks, key, name, &a[3], &ids, &o), || no_key_or_group(key, name))?;
+    propagate(c.db, key, name, &a[3], &effects);
     reply_claimed(out, &claimed);
     Ok(())
 }
@@ -318,6 +374,7 @@ pub fn xautoclaim(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cm
     let done = or_no_group(claim::auto_claim(&ks, key, name, &a[3], &args), || {
         no_key_or_group(key, name)
     })?;
+    propagate(c.db, key, name, &a[3], &done.effects);
     out.array(3);
     reply_id(out, done.cursor);
     reply_claimed(out, &done.claimed);

@@ -174,7 +174,11 @@ fn read_one(
         (Source::Group(g), Some((group, consumer))) => {
             match read_group(&ks, key, group, consumer, g, count, r.noack) {
                 Err(TypeError::Stream(StreamError::NoGroup)) => Err(no_group(key, group)),
-                other => Ok(other?),
+                Ok(Some((items, effects))) => {
+                    super::stream_group::propagate(db, key, group, consumer, &effects);
+                    Ok(Some(items))
+                }
+                other => Ok(other?.map(|(items, _)| items)),
             }
         }
         (Source::Group(_), None) => Ok(None),
@@ -201,6 +205,10 @@ fn reply(out: &mut Out, served: &[(&[u8], Vec<Delivered>)]) {
 
 fn read(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out, grouped: bool) -> CmdResult {
     let r = parse(a, grouped)?;
+    if grouped {
+        // What it changed goes in its place, stream by stream (`read_one`).
+        super::stream_group::propagate_nothing();
+    }
     if blocking::is_retry(conn) {
         return reread(sh, conn, a, &r, out);
     }

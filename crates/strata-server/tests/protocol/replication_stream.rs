@@ -173,8 +173,23 @@ fn each_command_goes_to_the_stream_as_its_effect() {
         &["hset", "h", "x", "2.5"],
         &["xadd", "x", "minid", "=", "*", "*", "f", "v"],
         &["xgroup", "create", "x", "g", "0"],
-        // What XREADGROUP and SORT ... STORE left, as a RESTORE of the key.
-        &["restore", "x", "0", "*", "replace", "absttl"],
+        // XREADGROUP as the PEL entry it made; SORT ... STORE as the key it left.
+        &[
+            "xclaim",
+            "x",
+            "g",
+            "c",
+            "0",
+            "*",
+            "time",
+            "1*",
+            "retrycount",
+            "1",
+            "force",
+            "justid",
+            "lastid",
+            "*",
+        ],
         &["sadd", "src", "3", "1", "2"],
         &["restore", "dst", "0", "*", "replace", "absttl"],
         &["rpush", "from", "a", "b"],
@@ -467,4 +482,163 @@ fn the_backlog_keeps_repl_backlog_size_bytes_for_a_replica_that_keeps_up() {
         info_field(&mut c, "replication", "repl_backlog_first_byte_offset").parse().unwrap();
     assert!(end > 100_000 && held == 16 * 1024, "end {end}, held {held}");
     assert_eq!(first + held, end + 1);
+}
+
+/// Each PEL entry `XPENDING key grp - + 100` lists on `c`: id, consumer, deliveries (the
+/// idle times differ by when each server applied it).
+fn pending(c: &mut Raw) -> Vec<(Reply, Reply, Reply)> {
+    match c.cmd(&["XPENDING", "x", "grp", "-", "+", "100"]) {
+        Reply::Array(v) => v
+            .into_iter()
+            .map(|e| match e {
+                Reply::Array(f) if f.len() == 4 => (f[0].clone(), f[1].clone(), f[3].clone()),
+                other => panic!("{other:?}"),
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `c`'s group `grp` of `x`: its XINFO GROUPS entry and its consumers' names.
+fn group_state(c: &mut Raw) -> (Reply, Vec<Reply>) {
+    let groups = c.cmd(&["XINFO", "GROUPS", "x"]);
+    let consumers = match c.cmd(&["XINFO", "CONSUMERS", "x", "grp"]) {
+        Reply::Array(v) => v
+            .into_iter()
+            .map(|e| match e {
+                Reply::Array(f) => f[1].clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    };
+    // The read counter and lag are left out: Redis's XCLAIM ... LASTID does not carry them.
+    let groups = match groups {
+        Reply::Array(g) => Reply::Array(
+            g.into_iter()
+                .map(|e| match e {
+                    Reply::Array(f) => Reply::Array(f[..8].to_vec()),
+                    other => other,
+                })
+                .collect(),
+        ),
+        other => other,
+    };
+    (groups, consumers)
+}
+
+#[test]
+fn consumer_groups_reach_replicas_as_the_pel_changes_they_made() {
+    // As Redis 7.0 (t_stream.c's propagation, and its "Replication tests of XCLAIM with
+    // deleted entries"): each PEL entry given or dropped as an idempotent XCLAIM, a last id
+    // moved alone as XGROUP SETID, a NOACK reader made as XGROUP CREATECONSUMER.
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    c.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]);
+    let replica = Server::start(&[]);
+    let mut r = replica.raw();
+    r.cmd(&["REPLICAOF", "127.0.0.1", &s.port.to_string()]);
+    let redis = redis_server();
+    let mut rr = redis.as_ref().map(|p| Raw::connect(p.port));
+    if let Some(rr) = rr.as_mut() {
+        rr.cmd(&["REPLICAOF", "127.0.0.1", &s.port.to_string()]);
+    } else {
+        eprintln!("redis-server is not installed: a strata-server replica only");
+    }
+    let replicas = 1 + usize::from(rr.is_some());
+    for c in std::iter::once(&mut r).chain(rr.as_mut()) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while info_field(c, "replication", "master_link_status") != "up" {
+            assert!(Instant::now() < until, "no link");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let mut repl = attach(s.port);
+    for i in 1..=5 {
+        c.cmd(&["XADD", "x", &format!("{i}-0"), "f", "v"]);
+    }
+    c.cmd(&["XGROUP", "CREATE", "x", "grp", "0"]);
+    let read = c.cmd(&["XREADGROUP", "GROUP", "grp", "Alice", "STREAMS", "x", ">"]);
+    assert!(matches!(read, Reply::Array(_)), "{read:?}");
+    c.cmd(&["XDEL", "x", "2-0", "4-0"]);
+    // 1-0 and 3-0 go to Bob; 2-0 and 4-0, deleted, leave the PEL.
+    let claimed = c.cmd(&["XCLAIM", "x", "grp", "Bob", "0", "1-0", "2-0", "3-0", "4-0", "JUSTID"]);
+    assert_eq!(claimed, Reply::Array(vec![Reply::bulk("1-0"), Reply::bulk("3-0")]));
+    // Carol takes what is idle from 3-0 on.
+    let auto = c.cmd(&["XAUTOCLAIM", "x", "grp", "Carol", "0", "3-0", "JUSTID"]);
+    assert!(matches!(&auto, Reply::Array(v) if v.len() == 3), "{auto:?}");
+    // A NOACK reader, new: made, and the last id moved.
+    c.cmd(&["XADD", "x", "6-0", "f", "v"]);
+    c.cmd(&["XREADGROUP", "GROUP", "grp", "Dave", "NOACK", "STREAMS", "x", ">"]);
+    // LASTID alone.
+    c.cmd(&["XCLAIM", "x", "grp", "Eve", "0", "9-9", "LASTID", "7-0"]);
+    // A history read counts its deliveries again (Redis 7.0 leaves its replicas' counts
+    // behind); a read with nothing new has nothing to carry.
+    c.cmd(&["XREADGROUP", "GROUP", "grp", "Carol", "STREAMS", "x", "0"]);
+    c.cmd(&["XREADGROUP", "GROUP", "grp", "Alice", "STREAMS", "x", ">"]);
+    c.cmd(&["SET", "end", "1"]);
+    let claim = |who: &'static str, id: &'static str, n: &'static str, last: &'static str| {
+        [
+            "xclaim",
+            "x",
+            "grp",
+            who,
+            "0",
+            id,
+            "time",
+            "1*",
+            "retrycount",
+            n,
+            "force",
+            "justid",
+            "lastid",
+            last,
+        ]
+    };
+    repl.expect(&[
+        &["select", "0"],
+        &["xadd", "x", "1-0", "f", "v"],
+        &["xadd", "x", "2-0", "f", "v"],
+        &["xadd", "x", "3-0", "f", "v"],
+        &["xadd", "x", "4-0", "f", "v"],
+        &["xadd", "x", "5-0", "f", "v"],
+        &["xgroup", "create", "x", "grp", "0"],
+        &["multi"],
+        &claim("Alice", "1-0", "1", "1-0"),
+        &claim("Alice", "2-0", "1", "2-0"),
+        &claim("Alice", "3-0", "1", "3-0"),
+        &claim("Alice", "4-0", "1", "4-0"),
+        &claim("Alice", "5-0", "1", "5-0"),
+        &["exec"],
+        &["xdel", "x", "2-0", "4-0"],
+        &["multi"],
+        &claim("Bob", "1-0", "1", "5-0"),
+        &claim("Alice", "2-0", "1", "5-0"),
+        &claim("Bob", "3-0", "1", "5-0"),
+        &claim("Alice", "4-0", "1", "5-0"),
+        &["exec"],
+        &["multi"],
+        &claim("Carol", "3-0", "1", "5-0"),
+        &claim("Carol", "5-0", "1", "5-0"),
+        &["exec"],
+        &["xadd", "x", "6-0", "f", "v"],
+        &["multi"],
+        &["xgroup", "createconsumer", "x", "grp", "Dave"],
+        &["xgroup", "setid", "x", "grp", "6-0", "entriesread", "*"],
+        &["exec"],
+        &["xgroup", "setid", "x", "grp", "7-0", "entriesread", "*"],
+        &["multi"],
+        &claim("Carol", "3-0", "2", "7-0"),
+        &claim("Carol", "5-0", "2", "7-0"),
+        &["exec"],
+        &["set", "end", "1"],
+    ]);
+    // Both replicas hold the group as the master does.
+    assert_eq!(c.cmd(&["WAIT", &replicas.to_string(), "10000"]), Reply::Int(replicas as i64));
+    let (want_pel, want_group) = (pending(&mut c), group_state(&mut c));
+    assert_eq!(want_pel.len(), 3, "{want_pel:?}");
+    for rc in std::iter::once(&mut r).chain(rr.as_mut()) {
+        assert_eq!(pending(rc), want_pel);
+        assert_eq!(group_state(rc), want_group);
+    }
 }

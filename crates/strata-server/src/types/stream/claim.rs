@@ -3,7 +3,7 @@
 //! from a cursor). An entry gone from the stream loses its PEL entry on the way, as in Redis.
 
 use super::entries;
-use super::group::{corrupt, GroupTxn, Nack};
+use super::group::{corrupt, Effects, GroupTxn, Nack};
 use super::id::StreamId;
 use super::{group_space, load, records, StreamError, TAG_PEL};
 use crate::types::error::Result;
@@ -31,8 +31,8 @@ pub struct ClaimOpts {
 /// A claimed entry: its id and, unless JUSTID, its fields.
 pub type Claimed = (StreamId, Option<Vec<Vec<u8>>>);
 
-/// XCLAIM: gives `ids` of `group`'s PEL to `consumer` as Redis does; the claimed entries.
-/// PEL entries of deleted stream entries are dropped.
+/// XCLAIM: gives `ids` of `group`'s PEL to `consumer` as Redis does; the claimed entries
+/// and what changed. PEL entries of deleted stream entries are dropped.
 pub fn claim(
     ks: &Keyspace,
     key: &[u8],
@@ -40,14 +40,16 @@ pub fn claim(
     consumer: &[u8],
     ids: &[StreamId],
     o: &ClaimOpts,
-) -> Result<Vec<Claimed>> {
+) -> Result<(Vec<Claimed>, Effects)> {
     let _g = ks.store.locks.lock(&[key]);
     let s = load(ks, key)?.ok_or(StreamError::NoGroup)?;
     let rec = records(ks, key, &s);
     let now = ks.now_ms;
     let mut txn = GroupTxn::load(&rec, group, now)?;
+    let mut effects = Effects::default();
     if let Some(last) = o.last_id.filter(|l| *l > txn.g.last_id) {
         txn.g.last_id = last;
+        effects.moved = Some((last, txn.g.entries_read));
     }
     let delivery = match o.delivery_ms {
         Some(t) if t >= 0 && t as u64 <= now => t as u64,
@@ -59,7 +61,10 @@ pub fn claim(
     for &id in ids {
         let nack = txn.nack(id)?;
         let Some(fields) = entries::get(&rec, id)? else {
-            txn.drop_nack(&mut b, id)?;
+            if let Some(n) = nack {
+                txn.drop_nack(&mut b, id)?;
+                effects.pel.push((id, n, txn.g.last_id));
+            }
             continue;
         };
         let (mut nack, forced) = match nack {
@@ -83,15 +88,20 @@ pub fn claim(
             None => {}
         }
         nack.consumer = consumer.to_vec();
-        txn.put_nack(&mut b, id, nack)?;
+        txn.put_nack(&mut b, id, nack.clone())?;
+        effects.pel.push((id, nack, txn.g.last_id));
         out.push((id, (!o.justid).then_some(fields)));
+    }
+    if !effects.pel.is_empty() {
+        // The PEL entries' XCLAIMs carry the last id.
+        effects.moved = None;
     }
     txn.finish(&mut b);
     ks.write(b)?;
     if created {
         ks.notify(STREAM, "xgroup-createconsumer", key);
     }
-    Ok(out)
+    Ok((out, effects))
 }
 
 /// What XAUTOCLAIM did.
@@ -103,6 +113,8 @@ pub struct AutoClaimed {
     pub claimed: Vec<Claimed>,
     /// PEL entries dropped because their stream entries are gone.
     pub deleted: Vec<StreamId>,
+    /// What changed (its `pel`: the dropped entries as they were, the claimed as left).
+    pub effects: Effects,
 }
 
 /// XAUTOCLAIM's arguments after the consumer.
@@ -169,6 +181,7 @@ pub fn auto_claim(
             let Some(fields) = entries::get(&rec, id)? else {
                 txn.drop_nack(&mut b, id)?;
                 done.deleted.push(id);
+                done.effects.pel.push((id, nack, txn.g.last_id));
                 left -= 1;
                 continue;
             };
@@ -185,7 +198,8 @@ pub fn auto_claim(
                 nack.deliveries += 1;
             }
             nack.consumer = consumer.to_vec();
-            txn.put_nack(&mut b, id, nack)?;
+            txn.put_nack(&mut b, id, nack.clone())?;
+            done.effects.pel.push((id, nack, txn.g.last_id));
             done.claimed.push((id, (!justid).then_some(fields)));
             left -= 1;
         }

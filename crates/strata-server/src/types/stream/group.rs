@@ -87,6 +87,22 @@ impl Nack {
     }
 }
 
+/// What a group command (XREADGROUP, XCLAIM, XAUTOCLAIM) changed, as Redis 7.0 carries it
+/// to replicas in the command's place: each PEL entry as an idempotent `XCLAIM`, a last id
+/// moved without one as `XGROUP SETID`, a consumer a NOACK read made as `XGROUP
+/// CREATECONSUMER` (`commands::stream_group::propagate`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Effects {
+    /// A NOACK read made the consumer.
+    pub consumer_made: bool,
+    /// Each PEL entry given, as it was left, or dropped with its stream entry, as it was;
+    /// with the group's last delivered id at that point.
+    pub pel: Vec<(StreamId, Nack, StreamId)>,
+    /// The group's last delivered id and read counter, when they moved and no PEL entry
+    /// carries the id.
+    pub moved: Option<(StreamId, Option<i64>)>,
+}
+
 /// A consumer record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerRec {

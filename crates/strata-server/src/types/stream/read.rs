@@ -3,7 +3,7 @@
 //! consumer's own history (its PEL from an id), whose deliveries are counted again.
 
 use super::entries::{self, walk_from};
-use super::group::{corrupt, Delivered, GroupTxn, Nack};
+use super::group::{corrupt, Delivered, Effects, GroupTxn, Nack};
 use super::id::StreamId;
 use super::{consumer_pel_space, load, records, StreamError};
 use crate::types::error::Result;
@@ -21,9 +21,11 @@ pub enum GroupRead {
 }
 
 /// XREADGROUP on `key`: what `consumer` of `group` gets, at most `count` (`None`: all), as
-/// Redis serves it; the consumer is created on the way. `None` for `>` when the stream has
-/// nothing new for the group (the consumer is then left as it was). `NoGroup` without the
-/// key or the group; with `noack` new entries do not enter the PEL.
+/// Redis serves it, and what changed; the consumer is created on the way. `None` for `>`
+/// when the stream has nothing new for the group (the consumer is then left as it was).
+/// `NoGroup` without the key or the group; with `noack` new entries do not enter the PEL.
+/// A read of the consumer's history counts its deliveries again: those PEL entries are in
+/// the effects too (Redis 7.0 leaves them out, and its replicas' counts behind).
 pub fn read_group(
     ks: &Keyspace,
     key: &[u8],
@@ -32,13 +34,14 @@ pub fn read_group(
     from: GroupRead,
     count: Option<u64>,
     noack: bool,
-) -> Result<Option<Vec<Delivered>>> {
+) -> Result<Option<(Vec<Delivered>, Effects)>> {
     let _g = ks.store.locks.lock(&[key]);
     let s = load(ks, key)?.ok_or(StreamError::NoGroup)?;
     let rec = records(ks, key, &s);
     let now = ks.now_ms;
     let mut txn = GroupTxn::load(&rec, group, now)?;
     let mut b = WriteBatch::new();
+    let mut effects = Effects::default();
     // Whether the consumer was created (each way of reading creates a missing one).
     let created;
     let out = match from {
@@ -52,6 +55,7 @@ pub fn read_group(
             }
             created = txn.touch_consumer(consumer)?;
             let start = txn.g.last_id.incr().unwrap_or(StreamId::MIN);
+            let last_before = txn.g.last_id;
             let mut got = Vec::new();
             let mut bad = false;
             walk_from(&rec, start, |id, v| {
@@ -80,8 +84,12 @@ pub fn read_group(
                 if !noack {
                     let nack =
                         Nack { delivery_ms: now, deliveries: 1, consumer: consumer.to_vec() };
-                    txn.put_nack(&mut b, id, nack)?;
+                    txn.put_nack(&mut b, id, nack.clone())?;
+                    effects.pel.push((id, nack, txn.g.last_id));
                 }
+            }
+            if noack && txn.g.last_id != last_before {
+                effects.moved = Some((txn.g.last_id, txn.g.entries_read));
             }
             got
         }
@@ -108,7 +116,8 @@ pub fn read_group(
                     if let Some(mut n) = txn.nack(id)? {
                         n.delivery_ms = now;
                         n.deliveries += 1;
-                        txn.put_nack(&mut b, id, n)?;
+                        txn.put_nack(&mut b, id, n.clone())?;
+                        effects.pel.push((id, n, txn.g.last_id));
                     }
                 }
                 got.push((id, fields));
@@ -116,10 +125,11 @@ pub fn read_group(
             got
         }
     };
+    effects.consumer_made = created && noack;
     txn.finish(&mut b);
     ks.write(b)?;
     if created {
         ks.notify(STREAM, "xgroup-createconsumer", key);
     }
-    Ok(Some(out))
+    Ok(Some((out, effects)))
 }
