@@ -47,20 +47,41 @@ trap cleanup EXIT
 
 field() { redis-cli -p "$1" info replication | tr -d '\r' | sed -n "s/^$2://p"; }
 
+# start_replica -> replica_pid, rport: a redis-server following the master, its link up.
+# A port lost to a race (another process bound it first: the replica exits at once) is
+# tried again with another; a replica whose link does not come up ends the script.
+start_replica() {
+  local attempt
+  for attempt in 1 2 3; do
+    rport=$(free_port)
+    (cd "$work/r" && exec timeout 3600 redis-server --port "$rport" --bind 127.0.0.1 --save "" \
+      --appendonly no --replicaof 127.0.0.1 "$SERVER_PORT" > "$work/r/log" 2>&1) &
+    replica_pid=$!
+    for _ in $(seq 300); do
+      [ "$(field "$rport" master_link_status 2> /dev/null)" = up ] && return 0
+      kill -0 "$replica_pid" 2> /dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$replica_pid" 2> /dev/null; then
+      echo "replica.sh: the replica on port $rport did not link to the master in 30 s:" >&2
+      tail -5 "$work/r/log" >&2
+      exit 1
+    fi
+    wait "$replica_pid" 2> /dev/null || true
+    echo "replica.sh: the replica exited at start (attempt $attempt):" >&2
+    tail -2 "$work/r/log" >&2
+  done
+  echo "replica.sh: no replica started in 3 attempts" >&2
+  exit 1
+}
+
 # run ENGINE WITH_REPLICA
 run() {
   rm -rf "$work/m" "$work/r" && mkdir -p "$work/r"
   server_start "$1" "$fsync" "$work/m"
   local rport=""
   if [ "$2" = 1 ]; then
-    rport=$(free_port)
-    (cd "$work/r" && exec timeout 3600 redis-server --port "$rport" --bind 127.0.0.1 --save "" \
-      --appendonly no --replicaof 127.0.0.1 "$SERVER_PORT" > "$work/r/log" 2>&1) &
-    replica_pid=$!
-    for _ in $(seq 300); do
-      [ "$(field "$rport" master_link_status 2> /dev/null)" = up ] && break
-      sleep 0.1
-    done
+    start_replica
   fi
   local rates
   rates=$(redis-benchmark -p "$SERVER_PORT" -t set,lpush -n "$requests" -c "$clients" \
@@ -68,6 +89,11 @@ run() {
   local tail=""
   if [ "$2" = 1 ]; then
     sleep 1
+    if ! kill -0 "$replica_pid" 2> /dev/null; then
+      echo "replica.sh: the replica on port $rport exited during the run:" >&2
+      tail -5 "$work/r/log" >&2
+      exit 1
+    fi
     tail="master_offset $(field "$SERVER_PORT" master_repl_offset) replica_offset \
 $(field "$rport" slave_repl_offset) keys $(redis-cli -p "$SERVER_PORT" dbsize) \
 $(redis-cli -p "$rport" dbsize)"
