@@ -159,7 +159,7 @@ pub fn end(
         }
         return;
     }
-    propagated::push(db, args.to_vec());
+    propagated::push(db, args);
 }
 
 /// The keys `cmd` wrote, of those its line names: SORT's STORE destination; the others'
@@ -198,7 +198,7 @@ pub fn push_state(sh: &Shared, db: usize, k: &[u8]) {
         // than stay different).
         _ => propagated::del(k),
     };
-    propagated::push(db, argv);
+    propagated::push(db, &argv);
 }
 
 /// Replaces the running command with `PEXPIREAT key at`, or with `DEL key` when `at` had
@@ -208,19 +208,16 @@ pub fn expire_at(db: usize, k: &[u8], at: u64, deleted: bool) {
         return;
     }
     if deleted {
-        propagated::replace(db, propagated::del(k));
+        propagated::replace(db, &propagated::del(k));
     } else {
-        propagated::replace(
-            db,
-            vec![b"PEXPIREAT".to_vec(), k.to_vec(), at.to_string().into_bytes()],
-        );
+        propagated::replace(db, &[b"PEXPIREAT".as_slice(), k, at.to_string().as_bytes()]);
     }
 }
 
 /// Replaces the running command with the command line `words`.
 pub fn replace(db: usize, words: &[&[u8]]) {
     if propagated::is_open() {
-        propagated::replace(db, words.iter().map(|w| w.to_vec()).collect());
+        propagated::replace(db, words);
     }
 }
 

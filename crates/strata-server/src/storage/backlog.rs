@@ -156,11 +156,23 @@ impl Drop for Entered<'_> {
     }
 }
 
-/// One command of the stream: its database and its arguments.
+/// One command of the stream: its database and the command, encoded ([`encode`]) when it
+/// was gathered, so its arguments are not copied one by one and the encoding is done
+/// outside the backlog's lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     pub db: usize,
-    pub argv: Vec<Vec<u8>>,
+    pub resp: Vec<u8>,
+}
+
+impl Item {
+    /// The command `argv` of database `db`.
+    pub fn new<A: AsRef<[u8]>>(db: usize, argv: &[A]) -> Item {
+        let size: usize = argv.iter().map(|a| a.as_ref().len() + 16).sum();
+        let mut resp = Vec::with_capacity(size + 16);
+        encode(&mut resp, argv);
+        Item { db, resp }
+    }
 }
 
 impl Default for Backlog {
@@ -283,7 +295,7 @@ impl Backlog {
         }
         for it in items {
             select(&mut bytes, &mut g, it.db);
-            encode(&mut bytes, &it.argv);
+            bytes.extend_from_slice(&it.resp);
         }
         if wrap {
             encode(&mut bytes, &[b"EXEC".as_slice()]);
@@ -391,16 +403,31 @@ fn new_replid() -> String {
 /// Appends `argv` as a RESP array of bulk strings.
 pub fn encode<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
     out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
+    decimal(out, argv.len());
     out.extend_from_slice(b"\r\n");
     for a in argv {
         let a = a.as_ref();
         out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
+        decimal(out, a.len());
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
+}
+
+/// Appends `n` in decimal digits.
+fn decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]
@@ -408,7 +435,16 @@ mod tests {
     use super::*;
 
     fn item(db: usize, args: &[&str]) -> Item {
-        Item { db, argv: args.iter().map(|a| a.as_bytes().to_vec()).collect() }
+        Item::new(db, args)
+    }
+
+    #[test]
+    fn lengths_are_written_in_decimal() {
+        for n in [0usize, 7, 10, 99, 100, 12_345, usize::MAX] {
+            let mut out = Vec::new();
+            decimal(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
     }
 
     #[test]

@@ -57,17 +57,17 @@ pub fn end_command(begun: (bool, u64)) -> (bool, bool) {
 }
 
 /// Adds `argv` (of database `db`) to the gathering, if one is open.
-pub fn push(db: usize, argv: Vec<Vec<u8>>) {
+pub fn push<A: AsRef<[u8]>>(db: usize, argv: &[A]) {
     ITEMS.with(|i| {
         if let Some(items) = i.borrow_mut().as_mut() {
-            items.push(Item { db, argv });
+            items.push(Item::new(db, argv));
         }
     });
 }
 
 /// The running command goes to the stream as `argv` (of database `db`; several calls: each
 /// in turn) instead of as it was sent. Nothing when no gathering is open.
-pub fn replace(db: usize, argv: Vec<Vec<u8>>) {
+pub fn replace<A: AsRef<[u8]>>(db: usize, argv: &[A]) {
     if is_open() {
         REPLACED.with(|r| r.set(true));
         push(db, argv);
@@ -104,10 +104,10 @@ pub fn expired(backlog: &Backlog, db: usize, keys: &[&[u8]]) {
     let dels = keys.iter().map(|k| del(k));
     if is_open() {
         for argv in dels {
-            push(db, argv);
+            push(db, &argv);
         }
     } else {
-        let items: Vec<Item> = dels.map(|argv| Item { db, argv }).collect();
+        let items: Vec<Item> = dels.map(|argv| Item::new(db, &argv)).collect();
         backlog.append(&items, false);
     }
 }
@@ -121,7 +121,7 @@ mod tests {
         assert!(open());
         assert!(!open());
         let outer = begin_command();
-        replace(0, vec![b"A".to_vec()]);
+        replace(0, &[b"A"]);
         let inner = begin_command();
         wrote();
         assert_eq!(end_command(inner), (false, true));
@@ -130,7 +130,7 @@ mod tests {
         assert_eq!(items.len(), 1);
         assert!(!is_open());
         // Closed: replacements go nowhere.
-        replace(0, vec![b"B".to_vec()]);
+        replace(0, &[b"B"]);
         assert!(close().is_empty());
     }
 
