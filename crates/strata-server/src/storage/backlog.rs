@@ -415,19 +415,11 @@ pub fn encode<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
     }
 }
 
-/// Appends `n` in decimal digits.
-fn decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+/// Appends `n` in decimal digits (written in place: no `String` per length).
+fn decimal(out: &mut Vec<u8>, n: usize) {
+    use std::io::Write;
+    // Writing to a `Vec` cannot fail.
+    let _ = write!(out, "{n}");
 }
 
 #[cfg(test)]
