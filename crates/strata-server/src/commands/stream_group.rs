@@ -39,12 +39,13 @@ pub(super) fn no_such_group(key: &[u8], group: &[u8]) -> CmdError {
 /// ms RETRYCOUNT n FORCE JUSTID LASTID last` (which a replica applies the same whatever its
 /// PEL held, and which drops the entry there too when its stream entry is gone), a last id
 /// moved without one as `XGROUP SETID key group id ENTRIESREAD n`. Nothing when nothing
-/// changed. Call it once per stream, or after [`propagate_nothing`] when several.
+/// changed. Call it once per stream, or after `propagated::replace_with_nothing` when
+/// several.
 pub(super) fn propagate(db: usize, key: &[u8], group: &[u8], consumer: &[u8], e: &Effects) {
     if !super::propagation::gathering() {
         return;
     }
-    propagate_nothing();
+    crate::storage::propagated::replace_with_nothing();
     if e.consumer_made {
         super::propagation::replace(db, &[b"XGROUP", b"CREATECONSUMER", key, group, consumer]);
     }
@@ -77,14 +78,6 @@ pub(super) fn propagate(db: usize, key: &[u8], group: &[u8], consumer: &[u8], e:
             db,
             &[b"XGROUP", b"SETID", key, group, last.as_bytes(), b"ENTRIESREAD", read.as_bytes()],
         );
-    }
-}
-
-/// The running command goes to the replication stream as nothing unless [`propagate`]
-/// adds to it (a group command's own line is never what Redis sends).
-pub(super) fn propagate_nothing() {
-    if super::propagation::gathering() {
-        crate::storage::propagated::replace_with_nothing();
     }
 }
 

@@ -206,8 +206,9 @@ fn reply(out: &mut Out, served: &[(&[u8], Vec<Delivered>)]) {
 fn read(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out, grouped: bool) -> CmdResult {
     let r = parse(a, grouped)?;
     if grouped {
-        // What it changed goes in its place, stream by stream (`read_one`).
-        super::stream_group::propagate_nothing();
+        // What it changed goes in its place, stream by stream (`read_one`): never its own
+        // line.
+        crate::storage::propagated::replace_with_nothing();
     }
     if blocking::is_retry(conn) {
         return reread(sh, conn, a, &r, out);

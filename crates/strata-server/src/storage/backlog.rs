@@ -79,8 +79,6 @@ struct Inner {
     /// How far behind the end a reader may fall before it is dropped.
     hard_limit: u64,
     readers: Vec<Arc<Reader>>,
-    /// The buffer an entry is encoded in, kept between appends.
-    scratch: Vec<u8>,
 }
 
 /// A replica reading the stream: where it has read to, kept by its sender.
@@ -189,7 +187,6 @@ impl Default for Backlog {
                 size: 1 << 20,
                 hard_limit: 256 << 20,
                 readers: Vec::new(),
-                scratch: Vec::new(),
             }),
             end: AtomicU64::new(0),
             replid: Mutex::new(replid),
@@ -281,27 +278,26 @@ impl Backlog {
         }
         let wrap = transaction && items.len() > 1;
         let mut g = self.inner.lock();
-        let mut bytes = std::mem::take(&mut g.scratch);
-        bytes.clear();
-        let select = |bytes: &mut Vec<u8>, g: &mut Inner, db: usize| {
+        let select = |g: &mut Inner, db: usize| {
             if g.selected != Some(db) {
-                encode(bytes, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
+                let mut bytes = Vec::new();
+                encode(&mut bytes, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
+                g.buf.extend(&bytes);
                 g.selected = Some(db);
             }
         };
         if wrap {
-            select(&mut bytes, &mut g, items[0].db);
-            encode(&mut bytes, &[b"MULTI".as_slice()]);
+            select(&mut g, items[0].db);
+            g.buf.extend(b"*1\r\n$5\r\nMULTI\r\n");
         }
         for it in items {
-            select(&mut bytes, &mut g, it.db);
-            bytes.extend_from_slice(&it.resp);
+            select(&mut g, it.db);
+            g.buf.extend(&it.resp);
         }
         if wrap {
-            encode(&mut bytes, &[b"EXEC".as_slice()]);
+            g.buf.extend(b"*1\r\n$4\r\nEXEC\r\n");
         }
-        self.push(&mut g, &bytes);
-        g.scratch = bytes;
+        self.appended(&mut g);
     }
 
     /// Appends a command of no database (PING, REPLCONF GETACK).
@@ -309,11 +305,13 @@ impl Backlog {
         let mut bytes = Vec::new();
         encode(&mut bytes, argv);
         let mut g = self.inner.lock();
-        self.push(&mut g, &bytes);
+        g.buf.extend(&bytes);
+        self.appended(&mut g);
     }
 
-    fn push(&self, g: &mut Inner, bytes: &[u8]) {
-        g.buf.extend(bytes);
+    /// After bytes were added to `g.buf`: drops the readers too far behind, wakes the
+    /// waiting ones, trims what no one needs and publishes the new end.
+    fn appended(&self, g: &mut Inner) {
         let end = g.first + g.buf.len() as u64;
         // Readers too far behind are dropped; the rest hold their unread bytes.
         let limit = g.hard_limit;
@@ -402,24 +400,15 @@ fn new_replid() -> String {
 
 /// Appends `argv` as a RESP array of bulk strings.
 pub fn encode<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.push(b'*');
-    decimal(out, argv.len());
-    out.extend_from_slice(b"\r\n");
+    use std::io::Write;
+    // Lengths are written in place (no `String` each); writing to a `Vec` cannot fail.
+    let _ = write!(out, "*{}\r\n", argv.len());
     for a in argv {
         let a = a.as_ref();
-        out.push(b'$');
-        decimal(out, a.len());
-        out.extend_from_slice(b"\r\n");
+        let _ = write!(out, "${}\r\n", a.len());
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
-}
-
-/// Appends `n` in decimal digits (written in place: no `String` per length).
-fn decimal(out: &mut Vec<u8>, n: usize) {
-    use std::io::Write;
-    // Writing to a `Vec` cannot fail.
-    let _ = write!(out, "{n}");
 }
 
 #[cfg(test)]
@@ -428,15 +417,6 @@ mod tests {
 
     fn item(db: usize, args: &[&str]) -> Item {
         Item::new(db, args)
-    }
-
-    #[test]
-    fn lengths_are_written_in_decimal() {
-        for n in [0usize, 7, 10, 99, 100, 12_345, usize::MAX] {
-            let mut out = Vec::new();
-            decimal(&mut out, n);
-            assert_eq!(out, n.to_string().as_bytes());
-        }
     }
 
     #[test]

@@ -74,9 +74,12 @@ pub fn replace<A: AsRef<[u8]>>(db: usize, argv: &[A]) {
     }
 }
 
-/// The running command goes to the stream as nothing (its effect needs none).
+/// The running command goes to the stream as nothing (its effect needs none), unless
+/// [`replace`] adds to it. Nothing when no gathering is open.
 pub fn replace_with_nothing() {
-    REPLACED.with(|r| r.set(true));
+    if is_open() {
+        REPLACED.with(|r| r.set(true));
+    }
 }
 
 /// `DEL key`, as the stream carries a deletion.
