@@ -42,7 +42,7 @@ pub mod types;
 pub use codec::DecodeError;
 pub use error::{Error, Result};
 pub use log_store::{family_options, open_db, GroupLog, NodeStorage, FAMILIES};
-pub use raft::{GroupStatus, Leadership, RaftNode, RaftSettings, Replica, Role};
+pub use raft::{GroupStatus, Leadership, Left, RaftNode, RaftSettings, Replica, Role};
 pub use rejoin::OnEmpty;
 pub use state_machine::{Apply, GroupState};
 pub use sync_group::{SyncError, SyncGroup};

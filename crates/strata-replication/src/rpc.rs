@@ -10,12 +10,14 @@
 //!                          | option<chunk: file u32, offset u64, data (u32 len), crc32c u32>
 //!                          | done u8
 //!   kind 5 transfer leader vote | to u64 | option<log id>
+//!   kind 6 membership      node u64 (is it a member, asked of the group's leader)
 //! response = version u8 (1) | kind u8 | body
 //!   kind 0 error           message (u32 len, UTF-8)
 //!   kind 1 append          0 success | 1 partial, option<log id> | 2 conflict | 3 higher, vote
 //!   kind 2 vote            vote | granted u8 | option<log id>
 //!   kind 4 snapshot        0 chunk taken | 1 installed, vote
 //!   kind 5 transfer leader 0 ok | 1 vote changed, vote, vote | 2 log behind, 2 × option<log id>
+//!   kind 6 membership      0 not the leader, option<u64> leader known | 1 a member | 2 not one
 //! vote = term u64 | node u64 | committed u8; log id, snapshot meta: as in `log_format.rs`
 //! files = count u32 | per file: name, cf (u32 len, UTF-8 each), size u64, crc32c u32
 //! ```
@@ -154,6 +156,20 @@ pub enum Request {
     Snapshot(SnapshotPiece),
     /// Leadership transfer.
     TransferLeader(TransferLeaderRequest),
+    /// Whether the given node is a member (voter or learner) of the group, asked of its
+    /// leader by a replica about to delete itself ([`crate::RaftNode::leave_group`]).
+    Membership(NodeId),
+}
+
+/// The answer to [`Request::Membership`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MembershipReply {
+    /// The asked replica does not lead; the leader it knows of.
+    NotLeader(Option<NodeId>),
+    /// The leader's membership (the last one in its log) lists the node.
+    Member,
+    /// It does not.
+    NotMember,
 }
 
 /// The answer to a [`Request`].
@@ -169,6 +185,8 @@ pub enum Response {
     Snapshot(SnapshotReply),
     /// To a leadership transfer.
     TransferLeader(TransferLeaderResponse),
+    /// To a membership question.
+    Membership(MembershipReply),
 }
 
 fn put_vote(out: &mut Vec<u8>, v: &Vote) {
@@ -241,6 +259,10 @@ pub fn encode_request(group: GroupId, req: &Request) -> Vec<u8> {
             put_vote(&mut out, &t.from_leader);
             put_u64(&mut out, t.to);
             put_opt_log_id(&mut out, t.last_log_id.as_ref());
+        }
+        Request::Membership(node) => {
+            put_u8(&mut out, 6);
+            put_u64(&mut out, *node);
         }
     }
     out
@@ -316,6 +338,7 @@ pub fn decode_request(frame: &[u8]) -> Result<(GroupId, Request), DecodeError> {
             to: r.u64("target node")?,
             last_log_id: read_opt_log_id(&mut r)?,
         }),
+        6 => Request::Membership(r.u64("asked node")?),
         k => return Err(DecodeError { what: format!("a request kind (found {k})"), offset: 5 }),
     };
     r.finish("the request")?;
@@ -378,6 +401,20 @@ pub fn encode_response(resp: &Response) -> Vec<u8> {
                 }
             }
         }
+        Response::Membership(m) => {
+            put_u8(&mut out, 6);
+            match m {
+                MembershipReply::NotLeader(leader) => {
+                    put_u8(&mut out, 0);
+                    put_bool(&mut out, leader.is_some());
+                    if let Some(l) = leader {
+                        put_u64(&mut out, *l);
+                    }
+                }
+                MembershipReply::Member => put_u8(&mut out, 1),
+                MembershipReply::NotMember => put_u8(&mut out, 2),
+            }
+        }
     }
     out
 }
@@ -422,6 +459,16 @@ pub fn decode_response(frame: &[u8]) -> Result<Response, DecodeError> {
                 expected: read_opt_log_id(&mut r)?,
                 actual: read_opt_log_id(&mut r)?,
             },
+            t => return Err(bad_tag(t)),
+        }),
+        6 => Response::Membership(match r.u8("membership result")? {
+            0 => MembershipReply::NotLeader(if r.bool("leader presence")? {
+                Some(r.u64("leader")?)
+            } else {
+                None
+            }),
+            1 => MembershipReply::Member,
+            2 => MembershipReply::NotMember,
             t => return Err(bad_tag(t)),
         }),
         k => return Err(DecodeError { what: format!("a response kind (found {k})"), offset: 1 }),
@@ -486,6 +533,7 @@ mod tests {
                 to: 2,
                 last_log_id: Some(id(8)),
             }),
+            Request::Membership(4),
         ];
         for req in requests {
             let frame = encode_request(GroupId(12), &req);
@@ -512,6 +560,10 @@ mod tests {
                 expected: Some(id(1)),
                 actual: None,
             }),
+            Response::Membership(MembershipReply::NotLeader(Some(3))),
+            Response::Membership(MembershipReply::NotLeader(None)),
+            Response::Membership(MembershipReply::Member),
+            Response::Membership(MembershipReply::NotMember),
         ];
         for resp in responses {
             let frame = encode_response(&resp);

@@ -4,6 +4,7 @@
 //! - [`log`]: the log storage traits on a group's [`crate::log_store::GroupLog`].
 //! - [`sm`]: the state machine traits on a group's [`crate::state_machine::GroupState`].
 //! - [`network`]: the network traits over a [`crate::transport::Transport`].
+//! - [`leave`]: a replica deleted from its node only once its leader no longer lists it.
 //! - [`node`]: a node's groups ([`RaftNode`]), one group's replica ([`Replica`]) with the
 //!   operations the server needs, and the dispatch of incoming messages.
 //!
@@ -16,6 +17,7 @@
 //! path, where a hand-off to the pool and back costs more than the write.
 
 mod convert;
+mod leave;
 mod log;
 mod network;
 mod node;
@@ -27,6 +29,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub use leave::Left;
 pub use node::{GroupStatus, Leadership, RaftNode, RaftSettings, Replica, Role};
 
 use crate::types::{Command, Peer, Reply};

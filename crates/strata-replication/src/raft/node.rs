@@ -6,7 +6,7 @@
 //! membership changes, leadership transfer, snapshot and purge triggers, and its status.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -212,6 +212,9 @@ pub struct Replica {
     rejoin: Arc<Rejoin>,
     /// Its state machine's state, which [`RaftNode::remove_group`] fences.
     state: Weak<Mutex<GroupState>>,
+    /// Set while [`RaftNode::leave_group`] asks whether it may delete the replica: the node
+    /// refuses the group's requests then.
+    leaving: Arc<AtomicBool>,
 }
 
 impl Clone for Replica {
@@ -223,6 +226,7 @@ impl Clone for Replica {
             transferring: self.transferring.clone(),
             rejoin: self.rejoin.clone(),
             state: self.state.clone(),
+            leaving: self.leaving.clone(),
         }
     }
 }
@@ -441,6 +445,11 @@ impl Replica {
         }
     }
 
+    /// The mark [`RaftNode::leave_group`] sets while it asks.
+    pub(super) fn leaving(&self) -> &AtomicBool {
+        &self.leaving
+    }
+
     /// Stops the replica.
     pub async fn shutdown(&self) -> Result<()> {
         self.raft.shutdown().await.map_err(|e| self.raft_error("shutdown", e))
@@ -579,6 +588,15 @@ impl RaftNode {
         self.id
     }
 
+    pub(super) fn transport(&self) -> &Arc<dyn Transport> {
+        &self.transport
+    }
+
+    /// The upper bound of its groups' election timeouts, in milliseconds.
+    pub(super) fn election_timeout_ms(&self) -> u64 {
+        self.config.election_timeout_max
+    }
+
     /// The node's storage.
     pub fn storage(&self) -> &Arc<NodeStorage> {
         &self.storage
@@ -640,6 +658,7 @@ impl RaftNode {
             transferring: Arc::new(AtomicU64::new(0)),
             rejoin: rejoin.clone(),
             state,
+            leaving: Arc::new(AtomicBool::new(false)),
         };
         self.groups.write().insert(group, replica.clone());
         tokio::spawn(log_leadership(group, self.storage.clone(), replica.raft.server_metrics()));
@@ -732,6 +751,9 @@ impl RaftNode {
         };
         let id = self.id;
         let failed = move |what: &str, e: &dyn std::fmt::Display| failure(id, group, what, e);
+        if replica.leaving.load(Ordering::SeqCst) {
+            return ready(failed("any request", &"the replica is leaving this node"));
+        }
         if replica.rejoin.active() {
             match &req {
                 Request::Append(a) => replica.rejoin.note_append(
@@ -750,7 +772,7 @@ impl RaftNode {
                 Request::TransferLeader(_) => {
                     return ready(failed("transfer leader", &"this replica is still catching up"));
                 }
-                Request::Snapshot(_) => {}
+                Request::Snapshot(_) | Request::Membership(_) => {}
             }
         }
         let Request::Append(a) = req else {
@@ -823,6 +845,9 @@ impl RaftNode {
                     }
                     Err(e) => failed("transfer leader", &e),
                 }
+            }
+            Request::Membership(node) => {
+                Response::Membership(super::leave::membership_reply(&replica, node))
             }
         }
     }

@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 
 use crate::harness::{check_exactly_once, Cluster, Writers, WAIT};
-use strata_replication::{Peer, Role};
+use strata_replication::rpc::{self, MembershipReply, Request, Response};
+use strata_replication::transport::RpcHandler;
+use strata_replication::{GroupId, Left, NodeId, OnEmpty, Peer, Role};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_learner_is_added_and_promoted_and_a_replica_removed_while_writes_go_on() {
@@ -137,4 +139,86 @@ async fn wait_leased(replica: &strata_replication::Replica) {
         assert!(std::time::Instant::now() < deadline, "the leader's lease never held");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
+}
+
+/// Asks node `asked` whether it leads `g` and lists `node`, as `RaftNode::leave_group` does.
+async fn membership(c: &Cluster, asked: NodeId, g: GroupId, node: NodeId) -> MembershipReply {
+    let frame = rpc::encode_request(g, &Request::Membership(node));
+    let answer = c.node(asked).handle(frame).await;
+    match rpc::decode_response(&answer).unwrap() {
+        Response::Membership(m) => m,
+        other => panic!("{g}: node {asked} answered {other:?}"),
+    }
+}
+
+/// Regression: a node dropped its replica of a group as soon as it stopped voting, while the
+/// leader still listed it as a learner; the leader then took a replica opened there again
+/// on empty storage for the dropped one, as far along as it had been, and the cluster's
+/// reconcile could promote it to voter on that. Now the replica stays until the leader no
+/// longer lists the node, and a node added back is matched from nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_leaves_its_node_only_once_the_leader_no_longer_lists_it() {
+    let mut c = Cluster::start(&[1, 2, 3], &[0]).await;
+    let g = c.groups[0];
+    c.start_node(4).await;
+    let writers = Writers::start(&c, 2);
+    writers.wait_acked(20).await;
+    let l = c.leader(g).await;
+    let follower = [1, 2, 3].into_iter().find(|n| *n != l).unwrap();
+    let hints = [(1, Peer::default()), (2, Peer::default()), (3, Peer::default())];
+    c.node(l).replica(g).unwrap().add_learner(4, Peer::default()).await.unwrap();
+    // A replica that never heard of its group stays while no one answers for it, and leaves
+    // once a node it is told of (the cluster map's) answers that the leader does not list it.
+    c.start_node(5).await;
+    assert!(matches!(c.node(5).leave_group(g, &[]).await.unwrap(), Left::Unknown(_)));
+    assert!(c.node(5).replica(g).is_some());
+    assert_eq!(c.node(5).leave_group(g, &hints).await.unwrap(), Left::Removed);
+    assert!(c.node(5).replica(g).is_none());
+    // Added (its first entries arrived or not): asked by its hints, the leader lists it.
+    assert_eq!(c.node(4).leave_group(g, &hints).await.unwrap(), Left::Member);
+    c.node(4)
+        .replica(g)
+        .unwrap()
+        .wait_for("node 4 hears of its group", WAIT, |s| s.membership.membership.nodes.len() == 4)
+        .await
+        .unwrap();
+
+    // The leader answers from its membership; a follower names the leader.
+    assert_eq!(membership(&c, l, g, 4).await, MembershipReply::Member);
+    assert_eq!(membership(&c, l, g, 5).await, MembershipReply::NotMember);
+    assert_eq!(membership(&c, follower, g, 4).await, MembershipReply::NotLeader(Some(l)));
+
+    // A voter, and a learner its leader lists, stay.
+    assert_eq!(c.node(follower).leave_group(g, &[]).await.unwrap(), Left::Member);
+    assert_eq!(c.node(4).leave_group(g, &[]).await.unwrap(), Left::Member);
+    assert!(c.node(4).replica(g).is_some());
+    writers.wait_acked(10).await;
+    let matched = c.node(l).replica(g).unwrap().status().replication[&4];
+    assert!(matched.is_some_and(|m| m > 0), "{g}: node 4 matched {matched:?}");
+
+    // Removed by the leader: it leaves, and the leader, adding it back before the node opens
+    // the group again, matches it from nothing (the old replica's match is gone with it).
+    let leader = c.node(l).replica(g).unwrap();
+    leader.remove_learners(BTreeSet::from([4])).await.unwrap();
+    assert_eq!(c.node(4).leave_group(g, &[]).await.unwrap(), Left::Removed);
+    assert!(c.node(4).replica(g).is_none());
+    leader.begin_add_learner(4, Peer::default()).await.unwrap();
+    writers.wait_acked(10).await;
+    assert_eq!(leader.status().replication.get(&4), Some(&None), "{g}: node 4 has no replica");
+
+    // Opened again on empty storage, it catches up from the log and can then vote.
+    c.node(4).open_group(g, OnEmpty::CatchUp).await.unwrap();
+    leader
+        .wait_for("node 4 caught up", WAIT, |s| {
+            let last = s.last_log_index.unwrap_or(0);
+            s.replication.get(&4).copied().flatten().is_some_and(|m| m + 8 >= last)
+        })
+        .await
+        .unwrap();
+    leader.change_voters(BTreeSet::from([1, 2, 3, 4])).await.unwrap();
+    writers.wait_acked(10).await;
+    let history = writers.stop().await;
+    let data = c.converged(g, &[1, 2, 3, 4]).await;
+    assert!(check_exactly_once(g, &data, &history) > 0);
+    c.shutdown().await;
 }

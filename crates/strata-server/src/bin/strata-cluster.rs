@@ -817,7 +817,8 @@ fn run(cli: Cli) -> Result<(), String> {
             if wait {
                 wait_settled(node, deadline)?;
                 let map = parse_map(admin(node, &["CLUSTER", "MAP"], deadline)?)?;
-                // The node deletes its replicas once demoted; if it is down, nothing waits.
+                // The node deletes its replicas once their leaders removed it; if it is down,
+                // nothing waits.
                 if let Some((addr, _)) = map.nodes.get(&id) {
                     while partitions(addr).is_ok_and(|p| !p.is_empty()) {
                         if Instant::now() >= deadline {

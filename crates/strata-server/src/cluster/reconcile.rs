@@ -4,9 +4,11 @@
 //!
 //! - **Its replicas**: it opens a replica of each partition the map gives it (on empty
 //!   storage it catches up from the group's leader before it votes: `rejoin`), and deletes
-//!   its replica of a partition the map no longer gives it once that replica is not a voter
-//!   (the leader demoted it to a learner, or removed it): a learner's copy is needed neither
-//!   for a quorum nor for durability.
+//!   its replica of a partition the map no longer gives it once the group's leader no longer
+//!   lists this node (the leader demoted it to a learner, then removed it:
+//!   `RaftNode::leave_group`). A learner's copy is needed neither for a quorum nor for
+//!   durability, but a leader still listing the node would take a new replica opened here
+//!   for the deleted one, as far along as that one was.
 //! - **Partitions it leads** (desired replicas `D`, voters `V`): adds each node of `D` that
 //!   is not a member as a learner; once every learner of `D` has caught up (within
 //!   [`CAUGHT_UP`] entries of the leader's log), makes `D` the voters, demoting the others to
@@ -24,7 +26,7 @@
 
 use std::collections::BTreeSet;
 
-use strata_replication::{GroupId, GroupStatus, NodeId, OnEmpty, Peer, Replica, Role};
+use strata_replication::{GroupId, GroupStatus, Left, NodeId, OnEmpty, Peer, Replica, Role};
 
 use super::map::{encode_change, ClusterMap, APPLIED, META};
 use super::node::ClusterNode;
@@ -105,16 +107,21 @@ impl ClusterNode {
             if mine.contains(&p) {
                 continue;
             }
-            let Some(replica) = self.raft().replica(g) else { continue };
-            let st = replica.status();
-            let voter = st.membership.membership.voters().contains(&me);
-            // A replica that never heard of its group (opened on empty storage) has no
-            // membership yet: nothing to wait for either.
-            if voter {
-                continue;
-            }
-            match self.block(self.raft().remove_group(g)) {
-                Ok(()) => round.dropped.push(p),
+            // Kept while it votes or its leader lists this node (`RaftNode::leave_group`),
+            // which it asks, or else the replicas the map gives the partition.
+            let hints: Vec<(NodeId, Peer)> = map
+                .placement
+                .get(usize::from(p))
+                .into_iter()
+                .flatten()
+                .filter_map(|id| {
+                    map.nodes.get(id).map(|n| (*id, Peer { addr: n.addrs.raft.clone() }))
+                })
+                .collect();
+            match self.block(self.raft().leave_group(g, &hints)) {
+                Ok(Left::Removed) => round.dropped.push(p),
+                Ok(Left::Member) => {}
+                Ok(Left::Unknown(why)) => round.errors.push(format!("drop partition {p}: {why}")),
                 Err(e) => round.errors.push(format!("drop partition {p}: {e}")),
             }
         }
