@@ -3,12 +3,18 @@
 //! ```text
 //! frame = length u32 | call id u64 | payload        (little-endian; length counts id + payload)
 //! hello = frame with call id 0, payload "strata-raft-hello 1\n" | tag (UTF-8)
+//!         [ "\ncluster " | cluster id (16 lowercase hex digits) ]   when the sender knows one
 //! answer to a hello = frame with call id 0, payload "ok" | "refused: " reason (UTF-8)
 //! ```
 //!
 //! A connection starts with the connecting end's hello, answered before any request is sent:
 //! both ends must have the same [`Handshake`] tag (what a program's nodes must agree on to
-//! talk, such as the layout of the data they replicate). A refused connection is closed; the
+//! talk, such as the layout of the data they replicate), and, when both know the cluster
+//! they belong to, the same cluster id: node ids and group ids repeat from one cluster to
+//! the next, so a node of another cluster reaching this one's address (a reused port, a
+//! stale address in a setting) would otherwise have its Raft messages taken as this
+//! cluster's. A node that knows no cluster yet (one joining, before its first map) is let
+//! in, and lets every node in. A refused connection is closed; the
 //! refusal is told on both ends ([`Handshake`]), and the connecting end fails its calls to
 //! that peer for [`REFUSED_FOR`] before it tries again.
 //!
@@ -28,7 +34,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -44,6 +50,18 @@ pub const MAX_FRAME: usize = 64 << 20;
 /// The first bytes of a hello's payload (module doc).
 const HELLO: &[u8] = b"strata-raft-hello 1\n";
 
+/// What comes between a hello's tag and its cluster id (module doc).
+const CLUSTER: &str = "\ncluster ";
+
+/// A hello's tag and cluster id (0 when it names none), or the id's text when it is not one.
+fn split_cluster(rest: &[u8]) -> (&[u8], Result<u64, &[u8]>) {
+    let at = rest.windows(CLUSTER.len()).rposition(|w| w == CLUSTER.as_bytes());
+    let Some(at) = at else { return (rest, Ok(0)) };
+    let (tag, id) = (&rest[..at], &rest[at + CLUSTER.len()..]);
+    let parsed = std::str::from_utf8(id).ok().filter(|t| t.len() == 16);
+    (tag, parsed.and_then(|t| u64::from_str_radix(t, 16).ok()).ok_or(id))
+}
+
 /// How long calls to a peer that refused the handshake fail at once before the next try.
 pub const REFUSED_FOR: Duration = Duration::from_secs(1);
 
@@ -56,6 +74,8 @@ const TELL_EVERY: Duration = Duration::from_secs(60);
 #[derive(Clone)]
 pub struct Handshake {
     tag: String,
+    /// The cluster this node belongs to, 0 while it knows none ([`Handshake::set_cluster`]).
+    cluster: Arc<AtomicU64>,
     on_refuse: Arc<dyn Fn(&str) + Send + Sync>,
     told: Arc<Mutex<HashMap<String, Instant>>>,
 }
@@ -69,22 +89,47 @@ impl Default for Handshake {
 impl Handshake {
     /// Connections whose other end has `tag` too; `on_refuse` hears of the others.
     pub fn new(tag: impl Into<String>, on_refuse: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        Handshake { tag: tag.into(), on_refuse: Arc::new(on_refuse), told: Arc::default() }
+        Handshake {
+            tag: tag.into(),
+            cluster: Arc::default(),
+            on_refuse: Arc::new(on_refuse),
+            told: Arc::default(),
+        }
+    }
+
+    /// Sets the cluster this node belongs to (0: none known), for the connections made and
+    /// taken from now on; every clone of this handshake shares it.
+    pub fn set_cluster(&self, id: u64) {
+        self.cluster.store(id, Ordering::SeqCst);
     }
 
     fn hello(&self) -> Vec<u8> {
-        [HELLO, self.tag.as_bytes()].concat()
+        let mut hello = [HELLO, self.tag.as_bytes()].concat();
+        let cluster = self.cluster.load(Ordering::SeqCst);
+        if cluster != 0 {
+            hello.extend_from_slice(format!("{CLUSTER}{cluster:016x}").as_bytes());
+        }
+        hello
     }
 
     /// The answer to a hello's payload, and whether it is a refusal.
     fn answer(&self, payload: &[u8]) -> (Vec<u8>, Option<String>) {
-        let why = match payload.strip_prefix(HELLO) {
-            Some(tag) if tag == self.tag.as_bytes() => return (b"ok".to_vec(), None),
-            Some(tag) => format!(
+        let why = match payload.strip_prefix(HELLO).map(split_cluster) {
+            Some((tag, _)) if tag != self.tag.as_bytes() => format!(
                 "its tag {:?} is not this node's {:?}",
                 String::from_utf8_lossy(tag),
                 self.tag
             ),
+            Some((_, Err(bad))) => {
+                format!("its cluster id {:?} is not 16 hex digits", String::from_utf8_lossy(bad))
+            }
+            Some((_, Ok(theirs))) => {
+                let mine = self.cluster.load(Ordering::SeqCst);
+                if theirs == 0 || mine == 0 || theirs == mine {
+                    return (b"ok".to_vec(), None);
+                }
+                format!("it is a node of cluster {theirs:016x}, this one of cluster {mine:016x}")
+            }
             None => "its first message is not a hello (a node of an older version?)".into(),
         };
         (format!("refused: {why}").into_bytes(), Some(why))
@@ -680,6 +725,41 @@ mod tests {
         let same = TcpTransport::with_handshake(server_hs);
         same.set_addr(2, server.addr().to_string());
         assert_eq!(same.call(2, vec![0, 5], d).await.unwrap(), [5, 0]);
+    }
+
+    /// Nodes of one tag but different clusters do not talk; a node that knows no cluster yet
+    /// talks with any (and any with it); nodes of one cluster talk. A cluster id that is not
+    /// one is refused.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_peer_of_another_cluster_is_refused() {
+        let (server_hs, server_told) = told("layout 1");
+        server_hs.set_cluster(0xa1);
+        let server = TcpServer::bind_with("127.0.0.1:0", Arc::new(SlowEcho), server_hs.clone())
+            .await
+            .unwrap();
+        let d = Duration::from_secs(5);
+        let client = |cluster: u64| {
+            let (hs, _) = told("layout 1");
+            hs.set_cluster(cluster);
+            let t = TcpTransport::with_handshake(hs);
+            t.set_addr(2, server.addr().to_string());
+            t
+        };
+        let Err(TransportError::Unreachable(why)) = client(0xb2).call(2, vec![0, 1], d).await
+        else {
+            panic!("a call across clusters went through");
+        };
+        assert!(why.contains("00000000000000b2") && why.contains("00000000000000a1"), "{why}");
+        assert!(server_told.lock().iter().any(|m| m.contains("cluster 00000000000000b2")));
+        assert_eq!(client(0).call(2, vec![0, 5], d).await.unwrap(), [5, 0]);
+        assert_eq!(client(0xa1).call(2, vec![0, 6], d).await.unwrap(), [6, 0]);
+        // A server that knows no cluster lets a node of any in.
+        server_hs.set_cluster(0);
+        assert_eq!(client(0xb2).call(2, vec![0, 7], d).await.unwrap(), [7, 0]);
+        let bad = [HELLO, b"layout 1\ncluster 12z"].concat();
+        let (answer, refused) = server_hs.answer(&bad);
+        assert!(refused.is_some_and(|w| w.contains("not 16 hex digits")), "{answer:?}");
+        assert_eq!(split_cluster(b"t"), (&b"t"[..], Ok(0)));
     }
 
     /// A peer that sends a request before any hello (a node of an older version) is refused,

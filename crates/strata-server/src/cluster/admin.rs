@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use strata_replication::{NodeId, Role};
 
-use super::map::{encode_change, ClusterMap, MapNode, NodeState, APPLIED, META};
+use super::map::{draw_cluster_id, encode_change, ClusterMap, MapNode, NodeState, APPLIED, META};
 use super::node::ClusterNode;
 use super::placement::rebalance;
 use super::spec::NodeAddrs;
@@ -105,6 +105,10 @@ impl ClusterNode {
             }
         }
         new.version = current.version + 1;
+        if new.id == 0 {
+            // A map written before cluster ids: its first change gives it one.
+            new.id = draw_cluster_id();
+        }
         let replica = self.raft().replica(META).ok_or("ERR this node holds no meta replica")?;
         let (_, reply) = self
             .wait("the map change", replica.write(encode_change(current.version, &new)))
@@ -155,10 +159,11 @@ fn active(map: &ClusterMap) -> Vec<NodeId> {
 /// slot <s> partition <p>          (each slot moved out of its partition's run)
 /// ```
 pub fn describe(map: &ClusterMap) -> String {
-    let mut t = format!(
-        "version {}\npartitions {} replicas {}\n",
-        map.version, map.partitions, map.replicas
-    );
+    let mut t = format!("version {}\n", map.version);
+    if map.id != 0 {
+        let _ = writeln!(t, "cluster {:016x}", map.id);
+    }
+    let _ = writeln!(t, "partitions {} replicas {}", map.partitions, map.replicas);
     for (id, n) in &map.nodes {
         let state = match n.state {
             NodeState::Active => "active",

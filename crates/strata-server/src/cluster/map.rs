@@ -8,12 +8,14 @@
 //!
 //! ```text
 //!  record (server family, key "cluster\0map"):
-//!    format u8 (1 or 2) | version u64 LE | partitions u16 LE | replicas u8 | nodes u16 LE
+//!    format u8 (1, 2 or 3) | version u64 LE | partitions u16 LE | replicas u8 | nodes u16 LE
 //!    | per node, ids ascending:  id u64 LE | state u8 (0 active, 1 leaving)
 //!                               | client len u16 LE | client | raft len u16 LE | raft
 //!    | per partition, in order:  count u8 | node id u64 LE x count
-//!    format 2 only:
+//!    formats 2 and 3:
 //!    | moved u16 LE | per moved slot, ascending:  slot u16 LE | partition u16 LE
+//!    format 3 only:
+//!    | cluster id u64 LE (not 0)
 //!
 //!  meta group entry:  format u8 (1) | expected version u64 LE | record of the new map
 //! ```
@@ -21,6 +23,11 @@
 //! Slots belong to partitions in runs (`super::partitions`) unless the map says otherwise:
 //! a slot moved to another partition (`move-slots`) is listed with it. A map without moved
 //! slots is written in format 1, which versions before slot moves read too.
+//!
+//! The cluster id tells this cluster's nodes from another's at their connections (the
+//! transport's handshake: node and group ids repeat from cluster to cluster). It is drawn at
+//! random by the meta group's leader when it commits a new cluster's first map, or the first
+//! change of a map written before ids (0: none); a map with one is written in format 3.
 //!
 //! An entry replaces the map when the map applied before it has the expected version, and
 //! the new map's version is that plus one; otherwise it changes nothing and its reply says
@@ -50,6 +57,8 @@ pub const META_END: &[u8] = b"cluster\x01";
 const FORMAT: u8 = 1;
 /// The record's format once a slot has moved.
 const FORMAT_MOVED: u8 = 2;
+/// The record's format once the map has a cluster id.
+const FORMAT_ID: u8 = 3;
 
 /// How many of the map's nodes vote in the meta group: all of them up to three, five from
 /// five on (a majority survives one failure with three, two with five).
@@ -95,6 +104,8 @@ pub struct ClusterMap {
     pub placement: Vec<Vec<NodeId>>,
     /// The slots whose partition is not the one their run gives, with theirs.
     pub moved: BTreeMap<u16, u16>,
+    /// The cluster's id (module doc); 0 until the first map is committed.
+    pub id: u64,
 }
 
 /// A damaged record or entry, with what was wrong.
@@ -136,7 +147,12 @@ impl<'a> Reader<'a> {
 impl ClusterMap {
     /// The map's record.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![if self.moved.is_empty() { FORMAT } else { FORMAT_MOVED }];
+        let format = match (self.id, self.moved.is_empty()) {
+            (0, true) => FORMAT,
+            (0, false) => FORMAT_MOVED,
+            _ => FORMAT_ID,
+        };
+        let mut out = vec![format];
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.partitions.to_le_bytes());
         out.push(self.replicas);
@@ -158,12 +174,15 @@ impl ClusterMap {
                 out.extend_from_slice(&id.to_le_bytes());
             }
         }
-        if !self.moved.is_empty() {
+        if format != FORMAT {
             out.extend_from_slice(&(self.moved.len() as u16).to_le_bytes());
             for (slot, p) in &self.moved {
                 out.extend_from_slice(&slot.to_le_bytes());
                 out.extend_from_slice(&p.to_le_bytes());
             }
+        }
+        if format == FORMAT_ID {
+            out.extend_from_slice(&self.id.to_le_bytes());
         }
         out
     }
@@ -223,8 +242,8 @@ impl ClusterMap {
     pub fn decode(b: &[u8]) -> Result<ClusterMap, String> {
         let mut r = Reader { b };
         let format = r.u8("the format")?;
-        if format != FORMAT && format != FORMAT_MOVED {
-            return Err(bad(&format!("format {format}, expected {FORMAT} or {FORMAT_MOVED}")));
+        if !(FORMAT..=FORMAT_ID).contains(&format) {
+            return Err(bad(&format!("format {format}, expected {FORMAT} to {FORMAT_ID}")));
         }
         let version = r.u64("the version")?;
         let partitions = r.u16("the partitions")?;
@@ -258,7 +277,7 @@ impl ClusterMap {
             placement.push(ids);
         }
         let mut moved = BTreeMap::new();
-        if format == FORMAT_MOVED {
+        if format != FORMAT {
             let runs = Partitions::new(partitions.max(1)).ok_or_else(|| bad("0 partitions"))?;
             for _ in 0..r.u16("the moved slots' count")? {
                 let slot = r.u16("a moved slot")?;
@@ -276,10 +295,14 @@ impl ClusterMap {
                 moved.insert(slot, p);
             }
         }
+        let id = if format == FORMAT_ID { r.u64("the cluster id")? } else { 0 };
+        if format == FORMAT_ID && id == 0 {
+            return Err(bad("cluster id 0 in format 3"));
+        }
         if !r.b.is_empty() {
             return Err(bad(&format!("{} bytes after the record", r.b.len())));
         }
-        Ok(ClusterMap { version, partitions, replicas, nodes, placement, moved })
+        Ok(ClusterMap { version, partitions, replicas, nodes, placement, moved, id })
     }
 
     /// The map stored in `store` (the meta group's applied state), if any.
@@ -324,6 +347,16 @@ pub fn encode_change(expected: u64, new: &ClusterMap) -> Vec<u8> {
     out.extend_from_slice(&expected.to_le_bytes());
     out.extend_from_slice(&new.encode());
     out
+}
+
+/// A new cluster id (module doc): random, never 0.
+pub fn draw_cluster_id() -> u64 {
+    loop {
+        let id: u64 = rand::random();
+        if id != 0 {
+            return id;
+        }
+    }
 }
 
 /// The reply of an entry that changed the map.
@@ -383,7 +416,30 @@ mod tests {
                 (0..usize::from(replicas)).map(|i| ids[(usize::from(p) + i) % ids.len()]).collect()
             })
             .collect();
-        ClusterMap { version: 3, partitions, replicas, nodes, placement, moved: BTreeMap::new() }
+        let moved = BTreeMap::new();
+        ClusterMap { version: 3, partitions, replicas, nodes, placement, moved, id: 0 }
+    }
+
+    #[test]
+    fn a_cluster_id_goes_in_format_3_with_or_without_moved_slots() {
+        let mut m = map(&[1, 2, 3], 4, 3);
+        m.id = 0x0123_4567_89ab_cdef;
+        let b = m.encode();
+        assert_eq!(b[0], 3);
+        assert_eq!(ClusterMap::decode(&b).unwrap(), m);
+        m.moved.insert(5000, 3);
+        let b = m.encode();
+        assert_eq!((b[0], ClusterMap::decode(&b).unwrap()), (3, m.clone()));
+        for cut in 0..b.len() {
+            assert!(ClusterMap::decode(&b[..cut]).is_err(), "{cut}");
+        }
+        let mut zero = b.clone();
+        let n = zero.len();
+        zero[n - 8..].fill(0);
+        assert!(ClusterMap::decode(&zero).unwrap_err().contains("cluster id 0"));
+        // Without an id, the formats of before: maps from nodes of earlier versions read.
+        m.id = 0;
+        assert_eq!(m.encode()[0], 2);
     }
 
     #[test]

@@ -171,6 +171,7 @@ impl ClusterNode {
             nodes,
             placement,
             moved: std::collections::BTreeMap::new(),
+            id: 0,
         };
         ClusterNode::with_map(raft, store, partitions, map, runtime, ownership)
     }

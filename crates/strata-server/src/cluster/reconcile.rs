@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 
 use strata_replication::{GroupId, GroupStatus, Left, NodeId, OnEmpty, Peer, Replica, Role};
 
-use super::map::{encode_change, ClusterMap, APPLIED, META};
+use super::map::{draw_cluster_id, encode_change, ClusterMap, APPLIED, META};
 use super::node::ClusterNode;
 
 /// How many entries behind the leader a learner may be and still be promoted: promoting a
@@ -209,7 +209,7 @@ impl ClusterNode {
         };
         if stored.is_none() && map.version == 0 && !map.placement.iter().all(Vec::is_empty) {
             // A new cluster: every node computed the same first map from its settings.
-            let first = ClusterMap { version: 1, ..map.clone() };
+            let first = ClusterMap { version: 1, id: draw_cluster_id(), ..map.clone() };
             let outcome = match self.wait("the first map", replica.write(encode_change(0, &first)))
             {
                 Ok((_, reply)) if reply.0 == APPLIED => Ok(()),

@@ -177,6 +177,7 @@ impl ClusterSpec {
             nodes,
             placement: super::placement::initial(&ids, self.partitions.count(), replicas),
             moved: std::collections::BTreeMap::new(),
+            id: 0,
         }
     }
 }

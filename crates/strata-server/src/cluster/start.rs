@@ -102,10 +102,16 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
     );
     let told_db = store.db.clone();
     let handshake = Handshake::new(tag, move |what: &str| {
-        let line = format!("cluster mode: {what} (every node of a cluster runs one version)");
+        let line = format!(
+            "cluster mode: {what} (the nodes of a cluster run one version, and talk to their \
+             own cluster's nodes only)"
+        );
         told_db.log_info(&line);
         eprintln!("strata-server: {line}");
     });
+    // This node's cluster, from its stored map, and from each map applied from now on (a
+    // node of a new cluster, or one joining, knows none until its first map arrives).
+    handshake.set_cluster(stored.as_ref().map_or(0, |m| m.id));
     let transport = TcpTransport::with_handshake(handshake.clone());
     for (id, a) in &spec.nodes {
         transport.set_addr(*id, a.raft.clone());
@@ -156,7 +162,7 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         eprintln!("strata-server: {note}");
     }
     let me = &spec.nodes[&spec.id];
-    let listener = TcpServer::bind_with(&me.raft, raft.clone(), handshake)
+    let listener = TcpServer::bind_with(&me.raft, raft.clone(), handshake.clone())
         .await
         .map_err(|e| format!("cluster mode: cannot listen on {} for Raft: {e}", me.raft))?;
     // A new cluster (`--cluster-bootstrap yes`, no map stored yet): its map from the settings.
@@ -190,11 +196,14 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
     // Each map the meta group applies, then a round toward it; a round every second anyway
     // (the tasks end with the runtime).
     let wake = Arc::new(tokio::sync::Notify::new());
-    let (watched, woken) = (node.clone(), wake.clone());
+    let (watched, woken, identity) = (node.clone(), wake.clone(), handshake.clone());
     tokio::spawn(async move {
         while maps.changed().await.is_ok() {
             let m = maps.borrow_and_update().clone();
             if let Some(m) = m {
+                if m.id != 0 {
+                    identity.set_cluster(m.id);
+                }
                 watched.set_map(m);
                 woken.notify_one();
             }
@@ -256,5 +265,6 @@ fn alone(spec: &ClusterSpec) -> ClusterMap {
         nodes: [(spec.id, me)].into(),
         placement: vec![Vec::new(); usize::from(spec.partitions.count())],
         moved: std::collections::BTreeMap::new(),
+        id: 0,
     }
 }

@@ -164,7 +164,10 @@ fn a_node_joins_and_takes_its_share_and_a_node_leaves_while_writes_go_on() {
         let (k, v) = (format!("key:{i}"), format!("v{i}"));
         assert_eq!(run(client[0], false, &["SET", &k, &v]), Reply::Simple("OK".into()));
     }
-    assert!(admin(client[0], &["CLUSTER", "MAP"]).starts_with("version 1\n"));
+    // The first map draws the cluster's id, which the nodes' handshake carries from then on.
+    let first = admin(client[0], &["CLUSTER", "MAP"]);
+    let id = first.lines().nth(1).and_then(|l| l.strip_prefix("cluster ")).unwrap().to_string();
+    assert!(first.starts_with("version 1\n") && id.len() == 16 && id != "0".repeat(16), "{first}");
     assert_eq!(partitions(client[0]).len(), 4, "three nodes hold every partition");
 
     // A writer goes on through every change; what it had acknowledged is read back at the end.
@@ -234,6 +237,7 @@ fn a_node_joins_and_takes_its_share_and_a_node_leaves_while_writes_go_on() {
     }
     let map = admin(client[2], &["CLUSTER", "MAP"]);
     assert!(map.starts_with("version 5\n") && !map.contains("\nnode 1 "), "{map}");
+    assert!(map.contains(&format!("\ncluster {id}\n")), "the id is kept: {map}");
     // The nodes still in the map report it in CLUSTER NODES.
     let Reply::Bulk(text) = Raw::connect(client[3]).cmd(&["CLUSTER", "NODES"]) else {
         panic!("CLUSTER NODES");
@@ -296,4 +300,54 @@ fn create_forms_a_cluster_from_nodes_started_alone() {
         assert_eq!(partitions(*port).len(), 4, "node on {port}");
     }
     drop(nodes);
+}
+
+/// The lines of every info LOG under `dir`.
+fn logs(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    for e in walk(dir) {
+        if e.file_name().is_some_and(|n| n == "LOG") {
+            text.push_str(&std::fs::read_to_string(&e).unwrap_or_default());
+        }
+    }
+    text
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Node and group ids repeat from cluster to cluster, so a node of another cluster reached by
+/// mistake (cluster A told to add cluster B's node 1 as its node 9) would have taken A's meta
+/// group messages as its own; each cluster's id in the nodes' handshake refuses the
+/// connection instead, the refused node says why, and B's map and data are untouched.
+#[test]
+fn a_node_of_another_cluster_is_refused_at_the_connection() {
+    let a = Loopback::start_three();
+    let b = Loopback::start_three();
+    let id = |map: &str| map.lines().nth(1).unwrap_or_default().to_string();
+    let map_b = admin(b.client[0], &["CLUSTER", "MAP"]);
+    let (id_a, id_b) = (id(&admin(a.client[0], &["CLUSTER", "MAP"])), id(&map_b));
+    assert!(id_a.starts_with("cluster ") && id_b.starts_with("cluster ") && id_a != id_b);
+    assert_eq!(run(b.client[0], false, &["SET", "mine", "b"]), Reply::Simple("OK".into()));
+    let added = admin(a.client[0], &["CLUSTER", "ADDNODE", "9", &b.addr(1)]);
+    assert_eq!(added, "map version 2");
+    let said = format!("it is a node of {id_a}, this one of {id_b}");
+    let deadline = Instant::now() + WAIT;
+    while !logs(&b.dir(1)).contains(&said) {
+        assert!(Instant::now() < deadline, "node 1 of B never said: {said}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(admin(b.client[0], &["CLUSTER", "MAP"]), map_b);
+    assert_eq!(run(b.client[1], false, &["GET", "mine"]), Reply::Bulk(b"b".to_vec()));
+    drop((a, b));
 }
