@@ -387,7 +387,10 @@ pub fn apply_change(
         .transpose()
         .map_err(|e| format!("meta entry {index}: the stored map: {e}"))?;
     let version = current.as_ref().map_or(0, |m| m.version);
-    let fits = current.as_ref().is_none_or(|m| m.partitions == new.partitions);
+    // The partitions' count and, once drawn, the cluster id are the cluster's for life.
+    let fits = current
+        .as_ref()
+        .is_none_or(|m| m.partitions == new.partitions && (m.id == 0 || m.id == new.id));
     if version != expected || new.version != expected + 1 || !fits {
         return Ok((format!("stale {version}").into_bytes(), None));
     }
@@ -522,7 +525,15 @@ mod tests {
         assert_eq!(ClusterMap::load(&store).unwrap(), Some(first));
         second.version = 2;
         assert_eq!(apply(&encode_change(1, &second)).unwrap().0, APPLIED);
-        assert_eq!(ClusterMap::load(&store).unwrap(), Some(second));
+        assert_eq!(ClusterMap::load(&store).unwrap(), Some(second.clone()));
+        // A map without an id takes one with a change; from then on it never changes.
+        let mut third = second.clone();
+        (third.version, third.id) = (3, 0xa1);
+        assert_eq!(apply(&encode_change(2, &third)).unwrap().0, APPLIED);
+        let mut fourth = third.clone();
+        (fourth.version, fourth.id) = (4, 0xb2);
+        assert_eq!(apply(&encode_change(3, &fourth)).unwrap(), (b"stale 3".to_vec(), None));
+        assert_eq!(ClusterMap::load(&store).unwrap(), Some(third));
         // Entries that do not decode stop the group, naming the entry.
         assert!(apply(b"").unwrap_err().contains("meta entry 7 is empty"));
         assert!(apply(&[1, 0, 0]).unwrap_err().contains("meta entry 7"));
