@@ -38,7 +38,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use strata::{Db, WriteBatch};
-use strata_replication::{GroupId, NodeId};
+use strata_replication::{GroupId, NodeId, Peer};
 
 use super::partitions::Partitions;
 use super::spec::NodeAddrs;
@@ -86,6 +86,13 @@ pub struct MapNode {
     pub addrs: NodeAddrs,
     /// Active or leaving.
     pub state: NodeState,
+}
+
+impl MapNode {
+    /// Where its Raft transport is reached, as a group's membership names it.
+    pub fn peer(&self) -> Peer {
+        Peer { addr: self.addrs.raft.clone() }
+    }
 }
 
 /// The cluster's layout (see the module's text).

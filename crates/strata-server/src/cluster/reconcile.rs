@@ -114,9 +114,7 @@ impl ClusterNode {
                 .get(usize::from(p))
                 .into_iter()
                 .flatten()
-                .filter_map(|id| {
-                    map.nodes.get(id).map(|n| (*id, Peer { addr: n.addrs.raft.clone() }))
-                })
+                .filter_map(|id| map.nodes.get(id).map(|n| (*id, n.peer())))
                 .collect();
             match self.block(self.raft().leave_group(g, &hints)) {
                 Ok(Left::Removed) => round.dropped.push(p),
@@ -152,8 +150,7 @@ impl ClusterNode {
         if !missing.is_empty() {
             for d in missing {
                 let Some(n) = map.nodes.get(&d) else { continue };
-                let peer = Peer { addr: n.addrs.raft.clone() };
-                match self.wait("a learner's addition", replica.begin_add_learner(d, peer)) {
+                match self.wait("a learner's addition", replica.begin_add_learner(d, n.peer())) {
                     Ok(()) => round.changes.push(format!("{g}: node {d} added as a learner")),
                     Err(e) => failed(format!("add node {d} as a learner"), e),
                 }
@@ -230,8 +227,7 @@ impl ClusterNode {
         }
         for (id, n) in &map.nodes {
             if !m.nodes.contains_key(id) {
-                let peer = Peer { addr: n.addrs.raft.clone() };
-                match self.wait("a learner's addition", replica.begin_add_learner(*id, peer)) {
+                match self.wait("a learner's addition", replica.begin_add_learner(*id, n.peer())) {
                     Ok(()) => round.changes.push(format!("meta: node {id} added as a learner")),
                     Err(e) => round.errors.push(format!("meta: add node {id}: {e}")),
                 }

@@ -201,9 +201,8 @@ pub async fn start(spec: &ClusterSpec, store: Arc<Store>, dir: &Path) -> Result<
         while maps.changed().await.is_ok() {
             let m = maps.borrow_and_update().clone();
             if let Some(m) = m {
-                if m.id != 0 {
-                    identity.set_cluster(m.id);
-                }
+                // Never another once set: the map's apply keeps it (`map::apply_change`).
+                identity.set_cluster(m.id);
                 watched.set_map(m);
                 woken.notify_one();
             }
