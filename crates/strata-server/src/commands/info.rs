@@ -312,13 +312,15 @@ fn replica_section(sh: &Shared, link: &crate::master_link::LinkState, t: &mut St
             let _ = write!(t, "master_link_last_error:{}\r\n", e.replace(['\r', '\n'], " "));
         }
     }
-    let replid = link.replid.lock();
-    let replid = if replid.is_empty() { "0".repeat(40) } else { replid.clone() };
     let _ = write!(
         t,
-        "slave_priority:100\r\nslave_read_only:{}\r\nreplica_announced:1\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{replid}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{offset}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_full_syncs:{}\r\nrepl_partial_syncs:{}\r\n\r\n",
-        u8::from(read_only),
-        "0".repeat(40),
+        "slave_priority:100\r\nslave_read_only:{}\r\nreplica_announced:1\r\n",
+        u8::from(read_only)
+    );
+    replicas_and_stream(sh, t);
+    let _ = write!(
+        t,
+        "repl_full_syncs:{}\r\nrepl_partial_syncs:{}\r\n\r\n",
         link.full_syncs.load(Ordering::Relaxed),
         link.partial_syncs.load(Ordering::Relaxed),
     );
@@ -327,10 +329,19 @@ fn replica_section(sh: &Shared, link: &crate::master_link::LinkState, t: &mut St
 /// INFO replication of a master: its replicas (`sync_source`) and its stream's offsets
 /// (`storage::backlog`), as redis-server lists them.
 fn master_section(sh: &Shared, t: &mut String) {
+    let _ = write!(t, "# Replication\r\nrole:master\r\n");
+    replicas_and_stream(sh, t);
+    t.push_str("\r\n");
+}
+
+/// The replicas of this server (a master's, or a replica's own) and its stream's ids and
+/// offsets (`storage::backlog`; a replica's stream is its master's, at its offsets), as
+/// redis-server lists them.
+fn replicas_and_stream(sh: &Shared, t: &mut String) {
     let replicas = sh.replicas.list();
     let backlog = &sh.engine().backlog;
     let end = backlog.offset();
-    let _ = write!(t, "# Replication\r\nrole:master\r\nconnected_slaves:{}\r\n", replicas.len());
+    let _ = write!(t, "connected_slaves:{}\r\n", replicas.len());
     for (i, r) in replicas.iter().enumerate() {
         let _ = write!(
             t,
@@ -346,11 +357,14 @@ fn master_section(sh: &Shared, t: &mut String) {
     let active = backlog.is_active();
     let size =
         sh.params.read().get("repl-backlog-size").cloned().unwrap_or_else(|| "1048576".into());
+    let (replid2, second) = match backlog.replid2() {
+        Some((id, second)) => (id, second as i64),
+        None => ("0".repeat(40), -1),
+    };
     let _ = write!(
         t,
-        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{end}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{size}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n\r\n",
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{replid2}\r\nmaster_repl_offset:{end}\r\nsecond_repl_offset:{second}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{size}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
         backlog.replid(),
-        "0".repeat(40),
         u8::from(active),
         if active { first + 1 } else { 0 },
         if active { held } else { 0 },

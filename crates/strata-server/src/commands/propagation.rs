@@ -60,12 +60,13 @@ fn may_propagate(cmd: &Command, args: &[Vec<u8>]) -> bool {
 /// Before a top-level command (not one an EXEC or a script runs) runs: `None` when it puts
 /// nothing in the stream; else it holds what [`leave`] needs.
 pub fn enter<'a>(sh: &'a Shared, conn: &Conn, cmd: &Command, args: &[Vec<u8>]) -> Option<Top<'a>> {
-    // A replica streams its master's writes alone: a writable replica's own are local, as
-    // in Redis.
+    // A replica's stream is its master's, as it came (the link appends its bytes:
+    // `replicaof::stream`); a writable replica's own writes are local, as in Redis.
     if conn.in_exec
         || conn.in_script
+        || conn.master
         || !may_propagate(cmd, args)
-        || (!conn.master && sh.master_link.following())
+        || sh.master_link.following()
     {
         return None;
     }

@@ -20,12 +20,24 @@ use crate::state::{Conn, Shared, SyncRequest};
 use crate::types::number::parse_int_strict;
 
 /// REPLICAOF host port | NO ONE
-pub fn replicaof(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
+pub fn replicaof(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     if sh.router.is_some() {
         return Err("ERR REPLICAOF not allowed in cluster mode.".into());
     }
     if is(&a[1], "no") && is(&a[2], "one") {
         if sh.master_link.following() {
+            // The stream goes on under a new id, the master's kept as the second one up to
+            // here (`storage::backlog`: the master's other replicas, and the master itself,
+            // resume from this one). Under the gate: the link applies no more of the
+            // master's commands once it is taken, and this server's own writes are not
+            // streamed before the link is stopped, so none goes before the master's last.
+            // Not inside EXEC, which holds its keys' locks (the gate is taken before any):
+            // there the link may still add the command it is applying after the shift, which
+            // only takes it into the new history.
+            let backlog = &sh.engine().backlog;
+            let _gate = (!conn.in_exec).then(|| backlog.gate());
+            backlog.shift_id(None);
+            backlog.forget_selected();
             sh.master_link.stop();
             sh.params.write().insert("replicaof".into(), String::new());
             eprintln!("MASTER MODE enabled (REPLICAOF NO ONE)");

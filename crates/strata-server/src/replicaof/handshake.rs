@@ -2,11 +2,9 @@
 //! `masterauth` is set), REPLCONF listening-port and capa, PSYNC.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use super::wire::Wire;
 use super::LinkError;
-use crate::master_link::LinkState;
 use crate::state::Shared;
 
 /// What PSYNC settled.
@@ -20,7 +18,7 @@ pub enum Sync {
 }
 
 /// Runs the handshake on `wire`; the master's answer to PSYNC.
-pub fn run(sh: &Shared, link: &Arc<LinkState>, wire: &mut Wire) -> Result<Sync, LinkError> {
+pub fn run(sh: &Shared, wire: &mut Wire) -> Result<Sync, LinkError> {
     wire.send(&[b"PING"])?;
     let pong = wire.line()?;
     // A master that wants a password answers PING with NOAUTH; AUTH follows then.
@@ -56,21 +54,30 @@ pub fn run(sh: &Shared, link: &Arc<LinkState>, wire: &mut Wire) -> Result<Sync, 
     let _ = wire.line()?;
     wire.send(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
     let _ = wire.line()?;
-    let (replid, offset) = resume_point(link);
+    // Read once nothing more is added to the stream: under the gate, a link stopped for
+    // this one adds nothing; under every key lock, no write this server took as a master
+    // is still to be added (a later one finds the server following, and is local).
+    let (replid, offset) = {
+        let _gate = sh.engine().backlog.gate();
+        let _all = sh.engine().locks.lock_all();
+        resume_point(sh)
+    };
     let next = if offset >= 0 { (offset + 1).to_string() } else { "-1".into() };
     wire.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes()])?;
     parse_psync_reply(&wire.line()?)
 }
 
-/// What PSYNC asks for: the stream this link applied and its offset, or `?` and -1 when it
-/// has applied none (a full sync).
-fn resume_point(link: &LinkState) -> (String, i64) {
-    let replid = link.replid.lock().clone();
-    let offset = link.offset.load(Ordering::Acquire);
-    if replid.is_empty() || offset < 0 {
+/// What PSYNC asks for: this server's own stream and its end (`storage::backlog`), whether it
+/// followed a master before (the master's stream, as it came) or was a master itself (a
+/// failover: the new master knows this stream as its second id); or `?` and -1 for a full
+/// sync when the stream is off (it never had a replica nor followed a master since it
+/// started, so its end does not count its writes).
+fn resume_point(sh: &Shared) -> (String, i64) {
+    let backlog = &sh.engine().backlog;
+    if !backlog.is_active() {
         return ("?".into(), -1);
     }
-    (replid, offset)
+    (backlog.replid(), backlog.offset() as i64)
 }
 
 /// The master's answer to PSYNC.

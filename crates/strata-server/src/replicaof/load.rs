@@ -28,13 +28,22 @@ pub struct Loaded {
     pub keys: u64,
     /// Keys left out: their expiry time had passed (a dump at start; a full sync keeps them).
     pub expired: u64,
+    /// The file's `repl-stream-db` (a replication file: the database its master's stream
+    /// has selected where the file was taken), when it has one below `databases`.
+    pub stream_db: Option<usize>,
     /// Function libraries loaded.
     pub libraries: usize,
 }
 
 /// Loads a full sync's file: every key of it, one whose time is up included (the master
 /// deletes it with a DEL of its own: `types::keyspace::as_master`).
-pub fn load_synced(sh: &Shared, link: &Arc<LinkState>, file: &Received) -> Result<(), LinkError> {
+/// The database the master's stream has selected where the file was taken (its
+/// `repl-stream-db`) comes back with what was loaded.
+pub fn load_synced(
+    sh: &Shared,
+    link: &Arc<LinkState>,
+    file: &Received,
+) -> Result<Loaded, LinkError> {
     let loaded = crate::types::keyspace::as_master(|| load_file(sh, file.path(), Some(link)));
     if link.stopped() {
         return Err(LinkError::Stopped);
@@ -44,7 +53,7 @@ pub fn load_synced(sh: &Shared, link: &Arc<LinkState>, file: &Received) -> Resul
         "replication link to {}:{}: loaded {} keys ({} expired left out), {} function libraries",
         link.target.host, link.target.port, loaded.keys, loaded.expired, loaded.libraries
     );
-    Ok(())
+    Ok(loaded)
 }
 
 /// Replaces the whole dataset with the RDB file at `path` (module doc), with LOADING replied
@@ -87,7 +96,11 @@ fn replace(sh: &Shared, path: &Path, check: Checked) -> Result<Loaded, String> {
     let _pin = sh.dbs.pin(false);
     sh.dbs.flush_all().map_err(|e| format!("cannot empty the databases: {e}"))?;
     crate::commands::client_tracking::flushed(sh);
-    let mut loaded = Loaded { libraries: check.libraries.len(), ..Loaded::default() };
+    let mut loaded = Loaded {
+        libraries: check.libraries.len(),
+        stream_db: check.stream_db,
+        ..Loaded::default()
+    };
     crate::commands::functions::replace_all(sh, &check.libraries)?;
     let ensure = |db: usize| sh.dbs.ensure(db).map_err(|e| format!("database {db}: {e}"));
     read(path, sh.config.databases, None, ensure, |db, rec| {
@@ -156,6 +169,8 @@ pub fn finish_import(sh: &Shared) -> Result<(), String> {
 #[derive(Debug)]
 pub struct Checked {
     libraries: Vec<Vec<u8>>,
+    /// The `repl-stream-db` aux field, when it names a database below `databases`.
+    stream_db: Option<usize>,
 }
 
 /// Reads the file at `path` through: `on_db` with each database it selects (below
@@ -173,7 +188,7 @@ fn read(
     let size = f.metadata().map_err(|e| format!("cannot read {name}: {e}"))?.len();
     let mut r = FileReader::new(BufReader::with_capacity(1 << 20, f), &name, Some(size))
         .map_err(|e| e.to_string())?;
-    let mut checked = Checked { libraries: Vec::new() };
+    let mut checked = Checked { libraries: Vec::new(), stream_db: None };
     let mut db = 0usize;
     let mut n = 0u64;
     while let Some(rec) = r.next_record().map_err(|e| e.to_string())? {
@@ -193,6 +208,14 @@ fn read(
             }
             Record::Function(code) => checked.libraries.push(code),
             rec @ Record::Key { .. } => each(db, rec)?,
+            // Redis writes -1 for "none selected"; anything not a database here is ignored
+            // (the stream then selects one before its first command of a database).
+            Record::Aux { key, value } if key == b"repl-stream-db" => {
+                checked.stream_db = std::str::from_utf8(&value)
+                    .ok()
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .filter(|&d| d < databases);
+            }
             Record::Aux { .. } | Record::Sizes { .. } => {}
         }
     }

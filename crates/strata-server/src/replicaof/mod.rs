@@ -25,6 +25,7 @@ mod stream;
 mod transfer;
 mod wire;
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -146,27 +147,41 @@ fn follow(sh: &Weak<Shared>, link: &Arc<LinkState>) {
 
 /// One attempt: connect, handshake, sync, then the stream until it breaks.
 fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
+    let backlog = &sh.engine().backlog;
     let mut wire = wire::Wire::connect(sh, link)?;
-    match handshake::run(sh, link, &mut wire)? {
+    match handshake::run(sh, &mut wire)? {
         handshake::Sync::Full { replid, offset } => {
             // Until the load is whole, nothing of the old stream may be resumed.
             link.replid.lock().clear();
-            link.offset.store(-1, std::sync::atomic::Ordering::Release);
+            link.offset.store(-1, Ordering::Release);
             link.set_phase(Phase::Sync);
             let file = transfer::receive(sh, link, &mut wire)?;
             // This server's own replicas sync again, in full, from the new dataset.
-            sh.engine().backlog.reset();
-            load::load_synced(sh, link, &file)?;
-            sh.engine().backlog.reset();
+            backlog.reset();
+            let loaded = load::load_synced(sh, link, &file)?;
+            // The stream from here on is the master's, at its offsets (`storage::backlog`).
+            backlog.activate();
+            let offset_u = u64::try_from(offset).map_err(|_| {
+                LinkError::Failed(format!("FULLRESYNC with a negative offset: {offset}"))
+            })?;
+            backlog.adopt(&replid, offset_u, loaded.stream_db);
+            link.db.store(loaded.stream_db.unwrap_or(0), Ordering::Release);
             *link.replid.lock() = replid;
-            link.offset.store(offset, std::sync::atomic::Ordering::Release);
-            link.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            link.offset.store(offset, Ordering::Release);
+            link.full_syncs.fetch_add(1, Ordering::Relaxed);
         }
         handshake::Sync::Continue { replid } => {
+            // The stream goes on from this server's own: its end, under the master's id
+            // (kept as the second id when it differs: the master was promoted or re-ids).
             if let Some(id) = replid {
-                *link.replid.lock() = id;
+                backlog.shift_id(Some(id));
             }
-            link.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            *link.replid.lock() = backlog.replid();
+            link.offset.store(backlog.offset() as i64, Ordering::Release);
+            if let Some(db) = backlog.selected() {
+                link.db.store(db, Ordering::Release);
+            }
+            link.partial_syncs.fetch_add(1, Ordering::Relaxed);
         }
     }
     link.last_error.lock().clear();

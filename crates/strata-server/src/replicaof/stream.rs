@@ -2,6 +2,11 @@
 //! master's client, its reply dropped (REPLCONF GETACK's is the one a master reads), and the
 //! replication offset counted as redis-server counts it: a command's bytes once it has run,
 //! a transaction's at its EXEC (a link that breaks inside MULTI resumes before it).
+//!
+//! The bytes counted go to this server's own stream as they came (`storage::backlog`: its
+//! replicas, and its master's other replicas after a failover, read the master's stream from
+//! it), under the backlog's gate with the command's run, so that a dataset taken for a
+//! replica of this one holds a command exactly when the stream it is sent starts after it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -34,17 +39,19 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
     // None: not yet (the first ACK goes at once: a diskless master waits for it).
     let mut acked: Option<Instant> = None;
     let mut errors = Errors::default();
-    // Bytes of a transaction still open (counted at its EXEC).
-    let mut open = 0i64;
-    let mut frames: Vec<(Vec<Vec<u8>>, usize)> = Vec::new();
+    let backlog = &sh.engine().backlog;
+    // Bytes of a transaction still open (counted, and added to this server's stream, at its
+    // EXEC).
+    let mut open: Vec<u8> = Vec::new();
+    let mut frames: Vec<(Vec<Vec<u8>>, Vec<u8>)> = Vec::new();
     loop {
         let mut pos = 0;
         loop {
             match parse_command(&wire.buf[pos..], max_bulk) {
                 Ok(ParseOutcome::Incomplete) => break,
                 Ok(ParseOutcome::Command(args, n)) => {
+                    frames.push((args, wire.buf[pos..pos + n].to_vec()));
                     pos += n;
-                    frames.push((args, n));
                 }
                 Err(e) => {
                     return Err(LinkError::Failed(format!("the master's stream: {e}")));
@@ -52,25 +59,33 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
             }
         }
         wire.buf.drain(..pos);
-        for (args, n) in frames.drain(..) {
-            let n = n as i64;
+        for (args, bytes) in frames.drain(..) {
+            // The ACK tells the offset before the GETACK, as redis-server's does.
             if is_getack(&args) {
                 let offset = link.offset.load(Ordering::Acquire);
                 ack(wire, offset)?;
                 acked = Some(Instant::now());
-            } else if !args.is_empty() {
+            }
+            let gate = backlog.gate();
+            // Stopped (REPLICAOF NO ONE, or another master): nothing more of this master's
+            // stream is applied or added to this server's.
+            if link.stopped() {
+                return Err(LinkError::Stopped);
+            }
+            if !args.is_empty() && !is_getack(&args) {
                 run(sh, &mut conn, &args, &mut out);
                 if out.buf.first() == Some(&b'-') {
                     errors.note(&args, &out.buf);
                 }
                 out.buf.clear();
             }
-            if conn.multi.is_some() {
-                open += n;
-            } else {
-                link.offset.fetch_add(open + n, Ordering::AcqRel);
-                open = 0;
+            open.extend_from_slice(&bytes);
+            if conn.multi.is_none() {
+                backlog.append_bytes(&open, conn.db);
+                link.offset.fetch_add(open.len() as i64, Ordering::AcqRel);
+                open.clear();
             }
+            drop(gate);
             link.db.store(conn.db, Ordering::Release);
         }
         errors.say(link);

@@ -20,6 +20,24 @@
 //! its offset, never both nor neither. Activation waits for the writes that began before
 //! it and found it off ([`Backlog::enter`]) to end, so none of them straddles it.
 //!
+//! Histories (Redis's PSYNC2): the stream is named by a replication id. A replica's backlog
+//! holds its master's stream as the master sent it, at the master's offsets and under the
+//! master's id ([`Backlog::adopt`] after a full sync, then [`Backlog::append_bytes`] with each
+//! command it applied, whole transactions at their EXEC), so its own replicas, and the
+//! master's other replicas once it is promoted, read the very bytes they would have read
+//! from the master. When a replica becomes a master (REPLICAOF NO ONE), or its master's id
+//! changes under a resumed link, the stream goes on under a new id and the old one is kept
+//! as the second id up to the offset where it ended ([`Backlog::shift_id`]): a PSYNC naming
+//! the old id resumes when it asks for no byte past that offset. That is what lets the
+//! other replicas, and the old master, follow a promoted replica without a full sync.
+//!
+//! ```text
+//! ids:   replid   the stream's id now (40 hex digits)
+//!        replid2  the id it had before its last shift, and `second`: the first offset
+//!                 that history does not share with this one (Redis's second_repl_offset);
+//!                 PSYNC <replid2> <n> resumes when n <= second
+//! ```
+//!
 //! Memory: the last `repl-backlog-size` bytes are kept for partial resyncs (PSYNC), and
 //! more while a connected replica still has to read them, up to a hard limit behind the
 //! end ([`Backlog::set_limits`]; Redis's `client-output-buffer-limit replica`, 256 MB): a
@@ -63,9 +81,22 @@ pub struct Backlog {
     inner: Mutex<Inner>,
     /// The stream's end offset (`first` + the bytes held), read without the lock.
     end: AtomicU64,
-    /// Redis's `master_replid`: 40 hex digits drawn at start, and again when the dataset is
-    /// replaced ([`Backlog::reset`]).
-    replid: Mutex<String>,
+    /// The ids (module doc): drawn at start, again when the dataset is replaced
+    /// ([`Backlog::reset`]); the master's after a full sync ([`Backlog::adopt`]).
+    ids: Mutex<Ids>,
+    /// Held by a replica's link while it applies one of its master's commands and appends
+    /// the command's bytes, and by a dataset taken for a replica of this one: a command is
+    /// then in the dataset or after its offset, never both nor neither ([`Backlog::gate`]).
+    gate: Mutex<()>,
+}
+
+/// The stream's id and the one before its last shift (module doc).
+#[derive(Debug, Clone, Default)]
+struct Ids {
+    replid: String,
+    /// The id before the last shift and the first offset it does not share; `None` before
+    /// any shift and after a reset or an adoption.
+    replid2: Option<(String, u64)>,
 }
 
 struct Inner {
@@ -189,7 +220,8 @@ impl Default for Backlog {
                 readers: Vec::new(),
             }),
             end: AtomicU64::new(0),
-            replid: Mutex::new(replid),
+            ids: Mutex::new(Ids { replid, replid2: None }),
+            gate: Mutex::new(()),
         }
     }
 }
@@ -197,14 +229,25 @@ impl Default for Backlog {
 impl Backlog {
     /// Redis's `master_replid`.
     pub fn replid(&self) -> String {
-        self.replid.lock().clone()
+        self.ids.lock().replid.clone()
+    }
+
+    /// Redis's `master_replid2` and `second_repl_offset`: the id before the last shift and
+    /// the first offset it does not share with this stream (module doc).
+    pub fn replid2(&self) -> Option<(String, u64)> {
+        self.ids.lock().replid2.clone()
     }
 
     /// The dataset was replaced other than by commands (a full sync from this server's own
     /// master): a new id, nothing held, and every reader dropped (its replica syncs in full).
     pub fn reset(&self) {
         let mut g = self.inner.lock();
-        *self.replid.lock() = new_replid();
+        *self.ids.lock() = Ids { replid: new_replid(), replid2: None };
+        Self::drop_all(&mut g);
+    }
+
+    /// Drops every reader and every byte held; the end stays.
+    fn drop_all(g: &mut Inner) {
         // The readers waiting for more are woken to see they were dropped.
         for r in g.readers.drain(..) {
             r.dropped.store(true, Ordering::Release);
@@ -213,6 +256,53 @@ impl Backlog {
         g.first += g.buf.len() as u64;
         g.buf.clear();
         g.selected = None;
+    }
+
+    /// A full sync from this server's master loaded the master's dataset of `offset` in
+    /// stream `replid`: this stream becomes the master's from there (module doc), with
+    /// `selected` the database the master's stream has selected there (the RDB's
+    /// `repl-stream-db`), `None` when its next command selects one. Every reader is dropped.
+    pub fn adopt(&self, replid: &str, offset: u64, selected: Option<usize>) {
+        let mut g = self.inner.lock();
+        *self.ids.lock() = Ids { replid: replid.to_string(), replid2: None };
+        Self::drop_all(&mut g);
+        g.first = offset;
+        g.selected = selected;
+        self.end.store(offset, Ordering::SeqCst);
+    }
+
+    /// The stream goes on under `replid` (a new random one when `None`): the current id is
+    /// kept as the second one, sharing the offsets up to this end (module doc). Every reader
+    /// is let go, the bytes kept, as redis-server disconnects its replicas then: each asks
+    /// again at once, within the shared offsets, and resumes under the new id (one that read
+    /// on would be past them, under an id it could no longer resume). Nothing is done when
+    /// `replid` is the current id.
+    pub fn shift_id(&self, replid: Option<String>) {
+        let mut g = self.inner.lock();
+        let mut ids = self.ids.lock();
+        let next = replid.unwrap_or_else(new_replid);
+        if next == ids.replid {
+            return;
+        }
+        let end = g.first + g.buf.len() as u64;
+        let old = std::mem::replace(&mut ids.replid, next);
+        ids.replid2 = Some((old, end + 1));
+        for r in g.readers.drain(..) {
+            r.dropped.store(true, Ordering::Release);
+            r.poke();
+        }
+    }
+
+    /// What a replica's link holds while it applies one of its master's commands and appends
+    /// its bytes ([`Backlog::append_bytes`]), and what a dataset taken for a replica holds
+    /// (module doc). Taken before any key lock.
+    pub fn gate(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.gate.lock()
+    }
+
+    /// The database the stream selected last, `None` when its next entry selects one.
+    pub fn selected(&self) -> Option<usize> {
+        self.inner.lock().selected
     }
 
     /// Whether the stream exists (a replica asked for it since the start).
@@ -300,6 +390,19 @@ impl Backlog {
         self.appended(&mut g);
     }
 
+    /// Appends `bytes` of this server's master's stream as they came (a replica's backlog,
+    /// module doc), after which the master's stream has database `selected` selected. The
+    /// caller holds [`Backlog::gate`].
+    pub fn append_bytes(&self, bytes: &[u8], selected: usize) {
+        if bytes.is_empty() {
+            return;
+        }
+        let mut g = self.inner.lock();
+        g.buf.extend(bytes);
+        g.selected = Some(selected);
+        self.appended(&mut g);
+    }
+
     /// Appends a command of no database (PING, REPLCONF GETACK).
     pub fn append_raw(&self, argv: &[&[u8]]) {
         let mut bytes = Vec::new();
@@ -362,11 +465,19 @@ impl Backlog {
     }
 
     /// Registers a reader from offset `at` of the history `replid` names (PSYNC's partial
-    /// resync), or `Gone` when this is another history (a reset came) or those bytes were
-    /// let go.
+    /// resync: this stream's id, or its second id while `at` is within what the two share),
+    /// or `Gone` when this is another history (a reset came) or those bytes were let go.
     pub fn resume(&self, replid: &[u8], at: u64) -> Result<Arc<Reader>, Gone> {
         let mut g = self.inner.lock();
-        if self.replid.lock().as_bytes() != replid {
+        let shared = {
+            let ids = self.ids.lock();
+            ids.replid.as_bytes() == replid
+                || ids
+                    .replid2
+                    .as_ref()
+                    .is_some_and(|(id, second)| id.as_bytes() == replid && at < *second)
+        };
+        if !shared {
             return Err(Gone::Trimmed);
         }
         Self::register(&mut g, at)
@@ -459,6 +570,50 @@ mod tests {
         assert!(len <= 17 * 1024 && first > 0, "{first} {len}");
         assert!(b.reader(0).is_err() && b.reader(b.offset()).is_ok());
         assert_eq!(b.reader(0).err(), Some(Gone::Trimmed));
+    }
+
+    #[test]
+    fn an_adopted_stream_takes_the_masters_id_and_offsets() {
+        let b = Backlog::default();
+        let r = b.reader(0).unwrap();
+        b.append(&[item(0, &["SET", "a", "1"])], false);
+        b.adopt("m", 1000, Some(3));
+        assert!(r.dropped(), "its replicas sync again");
+        assert_eq!((b.replid(), b.offset(), b.selected()), ("m".to_string(), 1000, Some(3)));
+        assert!(b.reader(999).is_err() && b.reader(1000).is_ok());
+        let frame = b"*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\n2\r\n";
+        b.append_bytes(frame, 5);
+        assert_eq!((b.offset(), b.selected()), (1000 + frame.len() as u64, Some(5)));
+        let r = b.resume(b"m", 1000).unwrap();
+        assert_eq!(b.read(&r, 1 << 20).unwrap(), frame, "the master's bytes as they came");
+    }
+
+    #[test]
+    fn a_shifted_id_resumes_the_old_history_up_to_where_it_ended() {
+        let b = Backlog::default();
+        b.adopt("old", 100, None);
+        b.append_bytes(b"*1\r\n$4\r\nPING\r\n", 0);
+        let end = b.offset();
+        let reading = b.resume(b"old", 100).unwrap();
+        b.shift_id(None);
+        let new = b.replid();
+        assert_ne!(new, "old");
+        assert_eq!(b.replid2(), Some(("old".to_string(), end + 1)));
+        // PSYNC old <n>: resumed for every n up to end + 1 (nothing past the old history).
+        assert!(b.resume(b"old", 100).is_ok() && b.resume(b"old", end).is_ok());
+        b.append(&[item(0, &["SET", "a", "1"])], false);
+        assert_eq!(b.resume(b"old", end + 1).err(), Some(Gone::Trimmed));
+        assert!(b.resume(new.as_bytes(), end + 1).is_ok());
+        assert!(reading.dropped(), "its replica asks again, under the new id");
+        // The master's new id under a resumed link; the same id again changes nothing.
+        b.shift_id(Some("next".into()));
+        assert_eq!(b.replid2().map(|(id, _)| id), Some(new.clone()));
+        b.shift_id(Some("next".into()));
+        assert_eq!(b.replid2().map(|(id, _)| id), Some(new));
+        // A reset forgets both.
+        b.reset();
+        assert_eq!(b.replid2(), None);
+        assert_eq!(b.resume(b"next", b.offset()).err(), Some(Gone::Trimmed));
     }
 
     #[test]

@@ -75,6 +75,18 @@ pub struct Moment {
     snapshot: strata::Snapshot<'static>,
     stores: Vec<Option<Arc<Store>>>,
     libraries: Vec<crate::script::library::Library>,
+    /// The database the replication stream has selected at this moment, written as the
+    /// file's `repl-stream-db` ([`Moment::set_stream_db`]).
+    stream_db: Option<usize>,
+}
+
+impl Moment {
+    /// Says in the file which database the replication stream sent after it has selected
+    /// (a replica's stream, which goes on as its master's came, `storage::backlog`); `None`:
+    /// the stream selects one before its first command of a database.
+    pub fn set_stream_db(&mut self, db: Option<usize>) {
+        self.stream_db = db;
+    }
 }
 
 /// The dataset as of now. For a replica's stream to start where it ends, the caller holds
@@ -90,7 +102,7 @@ pub fn moment_pinned(sh: &Shared) -> Moment {
     let stores: Vec<Option<Arc<Store>>> = (0..sh.config.databases)
         .map(|db| sh.dbs.store_of_set(sh.dbs.set_of(db)).cloned())
         .collect();
-    Moment { snapshot, stores, libraries: sh.scripts.libraries() }
+    Moment { snapshot, stores, libraries: sh.scripts.libraries(), stream_db: None }
 }
 
 /// Writes `what` of the dataset as of now to `w` (give it a buffered writer) and returns
@@ -113,15 +125,19 @@ pub fn write_at<W: Write>(
     what: Contents,
     stop: &AtomicBool,
 ) -> Result<(W, Written), DatasetError> {
-    let Moment { snapshot, stores, libraries } = at;
+    let Moment { snapshot, stores, libraries, stream_db } = at;
     let now = now_ms();
     let ctime = (now / 1000).to_string();
-    let aux: [(&str, &[u8]); 4] = [
+    let stream_db = stream_db.map(|d| d.to_string());
+    let mut aux: Vec<(&str, &[u8])> = vec![
         ("redis-ver", crate::config::REDIS_VERSION.as_bytes()),
         ("redis-bits", b"64"),
         ("ctime", ctime.as_bytes()),
         ("aof-base", b"0"),
     ];
+    if let Some(db) = &stream_db {
+        aux.push(("repl-stream-db", db.as_bytes()));
+    }
     let mut file = FileWriter::new(w, &aux)?;
     let mut written = Written::default();
     if what.functions {

@@ -2,12 +2,14 @@
 //! a redis-server master serves one.
 //!
 //! ```text
-//! PSYNC <this server's replid> <offset>, the bytes from offset-1 on still held:
+//! PSYNC <this server's replid> <offset>, the bytes from offset-1 on still held, or
+//! PSYNC <its second replid> <offset> with offset <= second_repl_offset (a failover):
 //!              +CONTINUE <replid>\r\n   then the stream from there
 //! otherwise:   +FULLRESYNC <replid> <end>\r\n  (PSYNC; nothing for SYNC)
 //!              the RDB as `super` sends it (its length first), then the stream from <end>
 //! replica -> master, any time:  REPLCONF ACK <offset> [FACK <aof offset>]
-//! master -> replica, in the stream: PING every repl-ping-replica-period seconds
+//! master -> replica, in the stream: PING every repl-ping-replica-period seconds (not from
+//!              a replica: its stream is its master's as it came, `storage::backlog`)
 //! ```
 //!
 //! The dataset is taken holding every key lock, with the stream's end offset, after the
@@ -86,11 +88,19 @@ async fn run(
         tokio::task::spawn_blocking(move || {
             let engine = sh.engine();
             engine.backlog.activate();
-            // The databases' map first, then every key (a writer's order).
+            // A replica's link applies its master's commands under the gate; then the
+            // databases' map, then every key (a writer's order).
+            let _gate = engine.backlog.gate();
             let _pin = sh.dbs.pin(false);
             let _all = engine.locks.lock_all();
-            let moment = dataset::moment_pinned(&sh);
-            engine.backlog.forget_selected();
+            let mut moment = dataset::moment_pinned(&sh);
+            if sh.master_link.following() {
+                // The master's stream goes on as it came, in the database it selected last:
+                // the file says which (`repl-stream-db`), as redis-server's does.
+                moment.set_stream_db(engine.backlog.selected());
+            } else {
+                engine.backlog.forget_selected();
+            }
             let (end, replid) = (engine.backlog.offset(), engine.backlog.replid());
             engine.backlog.reader(end).map(|r| (moment, end, replid, r))
         })
@@ -170,7 +180,11 @@ async fn stream(
                 take_acks(sh, client, &mut input)?;
             }
             _ = ping.tick() => {
-                backlog.append_raw(&[b"PING"]);
+                // A replica's stream is its master's, PINGs included (Redis's replicas ping
+                // no one).
+                if !sh.master_link.following() {
+                    backlog.append_raw(&[b"PING"]);
+                }
                 ping = tokio::time::interval(ping_period(sh));
                 ping.tick().await;
             }

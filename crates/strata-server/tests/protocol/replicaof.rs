@@ -547,3 +547,61 @@ fn the_link_is_listed_as_the_master_client_and_client_kill_ends_it() {
     assert_eq!(psync, [REPLID, &(sent + 1).to_string()]);
     assert_eq!(c.cmd(&["CLIENT", "KILL", "TYPE", "slave"]), Reply::Int(0));
 }
+
+/// Redis's own replicas check the bytes: a redis-server replica of a redis-server master, and
+/// that master itself, follow this server once it was promoted from the same master's
+/// replica, with a partial resync (PSYNC of the master's id at their offsets), which
+/// redis-server asks for only with the master's very stream bytes up to there.
+#[test]
+fn redis_servers_resume_from_this_server_once_it_was_promoted_from_their_masters_replica() {
+    let (Some(top), Some(sibling)) = (redis_server(), redis_server()) else {
+        eprintln!("skipped: redis-server is not installed (apt-get install -y redis-server)");
+        return;
+    };
+    let (mut t, mut r2) = (Raw::connect(top.port), Raw::connect(sibling.port));
+    // No PING in the master's stream during the test: every byte of it is a write of the test.
+    t.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]);
+    t.cmd(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+    t.cmd(&["SET", "a", "1"]);
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    for r in [&mut c, &mut r2] {
+        assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &top.port.to_string()]), ok());
+        wait_for("the link up", || info_field(r, "replication", "master_link_status") == "up");
+    }
+    t.cmd(&["SELECT", "5"]);
+    t.cmd(&["SET", "b", "2"]);
+    t.cmd(&["RPUSH", "l", "x", "y"]);
+    let end = info_field(&mut t, "replication", "master_repl_offset");
+    let top_id = info_field(&mut t, "replication", "master_replid");
+    for r in [&mut c, &mut r2] {
+        wait_for("the master's end", || info_field(r, "replication", "master_repl_offset") == end);
+    }
+    assert_eq!(info_field(&mut c, "replication", "master_replid"), top_id);
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+    assert_eq!(info_field(&mut c, "replication", "master_replid2"), top_id);
+    let id = info_field(&mut c, "replication", "master_replid");
+    // The sibling, then the old master, follow this server: both resume.
+    for r in [&mut r2, &mut t] {
+        assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &s.port.to_string()]), ok());
+        wait_for("the link up", || info_field(r, "replication", "master_link_status") == "up");
+        wait_for("the new id", || info_field(r, "replication", "master_replid") == id);
+    }
+    assert_eq!(info_field(&mut c, "stats", "sync_partial_ok"), "2");
+    assert_eq!(info_field(&mut c, "stats", "sync_full"), "0");
+    // This server's writes reach both, in their databases.
+    c.cmd(&["SELECT", "5"]);
+    c.cmd(&["RPUSH", "l", "z"]);
+    c.cmd(&["SELECT", "0"]);
+    c.cmd(&["SET", "after", "promotion"]);
+    for r in [&mut r2, &mut t] {
+        wait_for("the writes", || {
+            r.cmd(&["SELECT", "5"]);
+            let l = r.cmd(&["LRANGE", "l", "0", "-1"]);
+            r.cmd(&["SELECT", "0"]);
+            l == Reply::Array(vec![Reply::bulk("x"), Reply::bulk("y"), Reply::bulk("z")])
+                && r.cmd(&["GET", "after"]) == Reply::bulk("promotion")
+                && r.cmd(&["GET", "a"]) == Reply::bulk("1")
+        });
+    }
+}

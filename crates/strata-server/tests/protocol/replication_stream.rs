@@ -66,6 +66,15 @@ impl Attached {
         }
     }
 
+    /// The commands of the stream until the server closes the connection (words lower-cased).
+    fn until_closed(&mut self) -> Vec<Vec<String>> {
+        let mut got = Vec::new();
+        while !self.r.fill_buf().unwrap_or(&[]).is_empty() {
+            got.push(self.next().iter().map(|w| w.to_lowercase()).collect());
+        }
+        got
+    }
+
     /// The next commands are `want` (words compared without case; a word ending in `*`
     /// matches any word it begins).
     fn expect(&mut self, want: &[&[&str]]) {
@@ -446,6 +455,15 @@ fn an_exec_is_judged_by_its_commands_and_a_transaction_that_made_it_a_replica_st
     }
     assert!(matches!(c.cmd(&["SET", "foo4", "bar"]), Reply::Error(e) if e.starts_with("READONLY")));
     c.cmd(&["REPLICAOF", "NO", "ONE"]);
+    // The promotion lets the replica go, as redis-server does (for it to ask again under the
+    // new id; what it had not been sent yet it is sent then): nothing of the transaction
+    // reached it.
+    let sent = repl.until_closed();
+    let before: Vec<Vec<String>> = [&["select", "0"][..], &["set", "foo", "bar"]]
+        .iter()
+        .map(|w| w.iter().map(|s| (*s).to_string()).collect())
+        .collect();
+    assert!(before.starts_with(&sent), "{sent:?}");
     // Writes queued on a master meet the replica it became at EXEC.
     c.multi(&[&["SET", "foo5", "bar"]]);
     other.cmd(&["REPLICAOF", "127.0.0.1", &dead.to_string()]);
@@ -454,8 +472,10 @@ fn an_exec_is_judged_by_its_commands_and_a_transaction_that_made_it_a_replica_st
         r => panic!("{r:?}"),
     }
     c.cmd(&["REPLICAOF", "NO", "ONE"]);
+    let mut repl = attach(s.port);
     c.cmd(&["SET", "end", "1"]);
-    repl.expect(&[&["select", "0"], &["set", "foo", "bar"], &["set", "end", "1"]]);
+    repl.expect(&[&["select", "0"], &["set", "end", "1"]]);
+    assert_eq!(c.cmd(&["GET", "foo5"]), Reply::Null);
 }
 
 #[test]
@@ -640,5 +660,95 @@ fn consumer_groups_reach_replicas_as_the_pel_changes_they_made() {
     for rc in std::iter::once(&mut r).chain(rr.as_mut()) {
         assert_eq!(pending(rc), want_pel);
         assert_eq!(group_state(rc), want_group);
+    }
+}
+
+/// Waits up to 10 s for `c`'s INFO replication `field` to read `want`.
+fn info_reaches(c: &mut Raw, field: &str, want: &str) {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = info_field(c, "replication", field);
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < until, "{field} stayed {got:?}, not {want:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits up to 10 s for `key` of database `db` to read `want` on `c`.
+fn key_reaches(c: &mut Raw, db: &str, key: &str, want: Reply) {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        c.cmd(&["SELECT", db]);
+        if c.cmd(&["GET", key]) == want {
+            return;
+        }
+        assert!(Instant::now() < until, "{key} of db {db} never reached {want:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_promoted_replica_keeps_its_masters_history_so_the_others_resume_from_it() {
+    let top = Server::start(&[]);
+    let (a, b, c) = (Server::start(&[]), Server::start(&[]), Server::start(&[]));
+    let (mut t, mut ra, mut rb, mut rc) = (top.raw(), a.raw(), b.raw(), c.raw());
+    // No PING in the top's stream during the test: every byte of it is one the test wrote.
+    t.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "3600"]);
+    t.cmd(&["SET", "k0", "0"]);
+    for (r, port) in [(&mut ra, top.port), (&mut rb, top.port)] {
+        r.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]);
+        info_reaches(r, "master_link_status", "up");
+    }
+    // The top's stream selects database 5 now, and its next commands there select nothing.
+    t.cmd(&["SELECT", "5"]);
+    t.cmd(&["SET", "k5", "5"]);
+    key_reaches(&mut rb, "5", "k5", Reply::bulk("5"));
+    // C follows B, a replica: B's file says its stream is in database 5 (repl-stream-db).
+    rc.cmd(&["REPLICAOF", "127.0.0.1", &b.port.to_string()]);
+    info_reaches(&mut rc, "master_link_status", "up");
+    t.cmd(&["INCR", "k5"]);
+    key_reaches(&mut rc, "5", "k5", Reply::bulk("6"));
+    key_reaches(&mut rc, "0", "k5", Reply::Null);
+    // Every replica at the top's end; a replica's stream is the top's, id and offsets.
+    let top_id = info_field(&mut t, "replication", "master_replid");
+    let top_end = info_field(&mut t, "replication", "master_repl_offset");
+    for r in [&mut ra, &mut rb, &mut rc] {
+        info_reaches(r, "master_repl_offset", &top_end);
+        assert_eq!(info_field(r, "replication", "master_replid"), top_id);
+    }
+    // A is promoted: a new id, the top's kept as the second one up to its end.
+    assert_eq!(ra.cmd(&["REPLICAOF", "NO", "ONE"]), Reply::Simple("OK".into()));
+    assert_eq!(info_field(&mut ra, "replication", "master_replid2"), top_id);
+    let second = (top_end.parse::<u64>().unwrap() + 1).to_string();
+    assert_eq!(info_field(&mut ra, "replication", "second_repl_offset"), second);
+    assert_ne!(info_field(&mut ra, "replication", "master_replid"), top_id);
+    // B, then the old top, follow A and resume: no second full sync.
+    rb.cmd(&["REPLICAOF", "127.0.0.1", &a.port.to_string()]);
+    info_reaches(&mut rb, "repl_partial_syncs", "1");
+    info_reaches(&mut rb, "master_link_status", "up");
+    t.cmd(&["REPLICAOF", "127.0.0.1", &a.port.to_string()]);
+    info_reaches(&mut t, "repl_partial_syncs", "1");
+    info_reaches(&mut t, "master_link_status", "up");
+    // (The counts are the link's: each REPLICAOF starts one.)
+    assert_eq!(info_field(&mut rb, "replication", "repl_full_syncs"), "0");
+    assert_eq!(info_field(&mut t, "replication", "repl_full_syncs"), "0");
+    // C's master changed its id: C asked again and resumed too.
+    info_reaches(&mut rc, "repl_partial_syncs", "1");
+    assert_eq!(info_field(&mut rc, "replication", "repl_full_syncs"), "1");
+    let a_id = info_field(&mut ra, "replication", "master_replid");
+    for r in [&mut rb, &mut rc, &mut t] {
+        info_reaches(r, "master_replid", &a_id);
+    }
+    // A's writes reach all three, in their databases.
+    ra.cmd(&["SELECT", "5"]);
+    ra.cmd(&["INCR", "k5"]);
+    ra.cmd(&["SELECT", "0"]);
+    ra.cmd(&["SET", "after", "promotion"]);
+    for r in [&mut rb, &mut rc, &mut t] {
+        key_reaches(r, "5", "k5", Reply::bulk("7"));
+        key_reaches(r, "0", "after", Reply::bulk("promotion"));
+        key_reaches(r, "0", "k0", Reply::bulk("0"));
     }
 }
