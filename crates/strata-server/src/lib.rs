@@ -49,6 +49,7 @@ pub mod blocked;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod failover;
 pub mod filing;
 #[doc(hidden)]
 pub mod fuzz_api;

@@ -94,6 +94,9 @@ pub struct LinkState {
     pub last_error: Mutex<String>,
     /// The link's thread has ended.
     ended: AtomicBool,
+    /// Its PSYNC says FAILOVER (a failover's link to the replica taking over,
+    /// `commands::failover`): set until the PSYNC is answered.
+    pub failover: AtomicBool,
 }
 
 impl LinkState {
@@ -114,6 +117,7 @@ impl LinkState {
             partial_syncs: AtomicU64::new(0),
             last_error: Mutex::new(String::new()),
             ended: AtomicBool::new(false),
+            failover: AtomicBool::new(false),
         })
     }
 
@@ -207,6 +211,16 @@ impl MasterLink {
 
     /// REPLICAOF host port: stops any other link and starts one to `target`.
     pub fn follow(&self, target: Target) -> Result<Followed, String> {
+        self.follow_with(target, false)
+    }
+
+    /// FAILOVER's last step (`commands::failover`): follows `target`, the link's PSYNC
+    /// saying FAILOVER.
+    pub fn follow_for_failover(&self, target: Target) -> Result<Followed, String> {
+        self.follow_with(target, true)
+    }
+
+    fn follow_with(&self, target: Target, failover: bool) -> Result<Followed, String> {
         let mut cur = self.current.lock();
         if cur.as_ref().is_some_and(|l| l.target == target) {
             return Ok(Followed::Already);
@@ -218,6 +232,7 @@ impl MasterLink {
             old.stop.store(true, Ordering::Release);
         }
         let link = LinkState::new(target);
+        link.failover.store(failover, Ordering::Release);
         if let Err(e) = driver.start(link.clone()) {
             // The old link is stopped and no new one runs: a master now.
             self.following.store(false, Ordering::Release);

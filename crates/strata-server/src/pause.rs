@@ -10,6 +10,10 @@
 //! too: the expiry task's rounds (`server::tasks`), and the deletion of an expired key a
 //! command meets (the keyspace a command gets says so, `state::Shared::keyspace`). What a
 //! command is held for is decided by `commands::client_pause`.
+//!
+//! FAILOVER holds writes too, as a pause of its own ([`ClientPause::hold_writes`], Redis's
+//! `PAUSE_DURING_FAILOVER`): until the failover ends, whatever CLIENT PAUSE and CLIENT
+//! UNPAUSE do meanwhile.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -37,7 +41,13 @@ pub struct ClientPause {
     changed: Notify,
     /// Connections waiting for the pause to end.
     waiting: AtomicUsize,
+    /// FAILOVER's hold of writes (module doc).
+    failover: AtomicBool,
 }
+
+/// The end a pause without one reports (FAILOVER's, which ends when the failover does): a
+/// century, which an `Instant` holds.
+const NO_END: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Counts a connection among the waiting until dropped.
 struct Waiting<'a>(&'a AtomicUsize);
@@ -60,6 +70,15 @@ impl ClientPause {
         self.on.store(true, Ordering::Release);
     }
 
+    /// Holds writes while a failover is under way (`on`), or stops holding them: a pause
+    /// of its own, which CLIENT UNPAUSE does not lift (module doc).
+    pub fn hold_writes(&self, on: bool) {
+        self.failover.store(on, Ordering::Release);
+        if !on {
+            self.changed.notify_waiters();
+        }
+    }
+
     /// Lifts the pause: the waiting connections go on.
     pub fn unpause(&self) {
         *self.state.lock() = None;
@@ -67,8 +86,22 @@ impl ClientPause {
         self.changed.notify_waiters();
     }
 
-    /// The pause in force now, if any (one past its end is lifted here).
+    /// The pause in force now, if any (one past its end is lifted here): CLIENT PAUSE's,
+    /// FAILOVER's (writes held, with no end), or both (the stricter mode until the end of
+    /// CLIENT PAUSE's, which is when a waiter looks again).
     pub fn current(&self) -> Option<(Instant, PauseMode)> {
+        let client = self.client_pause();
+        if !self.failover.load(Ordering::Acquire) {
+            return client;
+        }
+        Some(match client {
+            Some((end, mode)) => (end, mode.max(PauseMode::Write)),
+            None => (Instant::now() + NO_END, PauseMode::Write),
+        })
+    }
+
+    /// CLIENT PAUSE's pause in force now, if any.
+    fn client_pause(&self) -> Option<(Instant, PauseMode)> {
         if !self.on.load(Ordering::Acquire) {
             return None;
         }
@@ -130,6 +163,20 @@ mod tests {
         assert_eq!(p.current(), None);
         p.pause(now, PauseMode::All);
         assert_eq!(p.current(), None, "a pause past its end is over");
+    }
+
+    #[test]
+    fn failovers_hold_on_writes_stays_through_client_unpause() {
+        let p = ClientPause::default();
+        p.hold_writes(true);
+        assert!(matches!(p.current(), Some((_, PauseMode::Write))));
+        let soon = Instant::now() + Duration::from_secs(60);
+        p.pause(soon, PauseMode::All);
+        assert_eq!(p.current(), Some((soon, PauseMode::All)));
+        p.unpause();
+        assert!(matches!(p.current(), Some((_, PauseMode::Write))), "UNPAUSE leaves it");
+        p.hold_writes(false);
+        assert_eq!(p.current(), None);
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -448,6 +448,8 @@ pub struct Shared {
     pub names: crate::config::renames::Renames,
     /// The master this server follows as a Redis replica, if any (REPLICAOF).
     pub master_link: crate::master_link::MasterLink,
+    /// FAILOVER's state (`commands::failover`).
+    pub failover: crate::failover::Failover,
     /// The replicas following this server (`sync_source`).
     pub replicas: crate::replicas::Replicas,
 }
@@ -551,6 +553,7 @@ impl Shared {
             acl,
             names: crate::config::renames::Renames::default(),
             master_link: crate::master_link::MasterLink::default(),
+            failover: crate::failover::Failover::default(),
             replicas: crate::replicas::Replicas::default(),
         }
     }

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["types"],
     &["acl", "config", "routing", "blocked", "script", "pubsub", "slowlog", "latency", "pause"],
     &["master_link", "replicas"],
+    &["failover"],
     &["tracking"],
     &["state", "cluster"],
     &["commands"],

@@ -39,7 +39,6 @@ const REDIS_ONLY: &[&str] = &[
     "cluster|set-config-epoch",
     "cluster|setslot",
     "cluster|slaves",
-    "failover",
     "lolwut",
     "module",
     "module|help",

@@ -108,6 +108,7 @@ pub static TABLE: &[(&str, &str, &str)] = &[
     ("expire", "write fast", "keyspace"),
     ("expireat", "write fast", "keyspace"),
     ("expiretime", "readonly fast", "keyspace"),
+    ("failover", "admin noscript stale", ""),
     ("fcall", "noscript stale skip_monitor no_mandatory_keys", "scripting"),
     ("fcall_ro", "readonly noscript stale skip_monitor no_mandatory_keys", "scripting"),
     ("flushall", "write", "keyspace dangerous"),

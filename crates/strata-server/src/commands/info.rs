@@ -363,7 +363,8 @@ fn replicas_and_stream(sh: &Shared, t: &mut String) {
     };
     let _ = write!(
         t,
-        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{replid2}\r\nmaster_repl_offset:{end}\r\nsecond_repl_offset:{second}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{size}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+        "master_failover_state:{}\r\nmaster_replid:{}\r\nmaster_replid2:{replid2}\r\nmaster_repl_offset:{end}\r\nsecond_repl_offset:{second}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{size}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+        sh.failover.phase().info_word(),
         backlog.replid(),
         u8::from(active),
         if active { first + 1 } else { 0 },

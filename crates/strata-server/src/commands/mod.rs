@@ -21,6 +21,7 @@ pub mod debug;
 pub mod digest;
 pub mod dump;
 pub mod errors;
+pub mod failover;
 pub mod flags;
 pub mod functions;
 pub mod geo;
@@ -617,6 +618,7 @@ pub static COMMANDS: &[Command] = &[
     cmd!("migrate", -6, true, KeySpec::one(3).with_options(OptionKeys::Migrate), migrate::migrate),
     cmd!("debug", -2, false, KeySpec::NONE, debug::debug),
     cmd!("bgrewriteaof", 1, false, KeySpec::NONE, persistence::bgrewriteaof),
+    cmd!("failover", -1, false, KeySpec::NONE, failover::failover),
 ];
 
 /// Whether command `name` walks a whole database's keys: DBSIZE and INFO's keyspace section,

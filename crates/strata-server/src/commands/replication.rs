@@ -24,22 +24,12 @@ pub fn replicaof(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> 
     if sh.router.is_some() {
         return Err("ERR REPLICAOF not allowed in cluster mode.".into());
     }
+    if sh.failover.phase() != crate::failover::Phase::Idle {
+        return Err("ERR REPLICAOF not allowed while failing over.".into());
+    }
     if is(&a[1], "no") && is(&a[2], "one") {
         if sh.master_link.following() {
-            // The stream goes on under a new id, the master's kept as the second one up to
-            // here (`storage::backlog`: the master's other replicas, and the master itself,
-            // resume from this one). Under the gate: the link applies no more of the
-            // master's commands once it is taken, and this server's own writes are not
-            // streamed before the link is stopped, so none goes before the master's last.
-            // Not inside EXEC, which holds its keys' locks (the gate is taken before any):
-            // there the link may still add the command it is applying after the shift, which
-            // only takes it into the new history.
-            let backlog = &sh.engine().backlog;
-            let _gate = (!conn.in_exec).then(|| backlog.gate());
-            backlog.shift_id(None);
-            backlog.forget_selected();
-            sh.master_link.stop();
-            sh.params.write().insert("replicaof".into(), String::new());
+            become_master(sh, conn.in_exec);
             eprintln!("MASTER MODE enabled (REPLICAOF NO ONE)");
         }
         out.ok();
@@ -58,6 +48,24 @@ pub fn replicaof(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> 
         }
     }
     Ok(())
+}
+
+/// A replica becomes a master (REPLICAOF NO ONE, a PSYNC FAILOVER from its master, a
+/// failover that did not finish): the link stops and the dataset stays. The stream goes on
+/// under a new id, the master's kept as the second one up to here (`storage::backlog`: the
+/// master's other replicas, and the master itself, resume from this one). Under the gate:
+/// the link applies no more of the master's commands once it is taken, and this server's own
+/// writes are not streamed before the link is stopped, so none goes before the master's
+/// last. Not `in_exec` (an EXEC holds its keys' locks, and the gate is taken before any):
+/// there the link may still add the command it is applying after the shift, which only
+/// takes that command into the new history.
+pub fn become_master(sh: &Shared, in_exec: bool) {
+    let backlog = &sh.engine().backlog;
+    let _gate = (!in_exec).then(|| backlog.gate());
+    backlog.shift_id(None);
+    backlog.forget_selected();
+    sh.master_link.stop();
+    sh.params.write().insert("replicaof".into(), String::new());
 }
 
 /// REPLCONF option value [option value ...]: what a client about to SYNC says of itself,
@@ -135,8 +143,23 @@ pub fn replconf(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 /// them sync again in full: `storage::backlog::Backlog::reset`).
 pub fn sync(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdResult {
     let psync = is(&a[0], "psync");
-    if psync && a.len() > 3 && is(&a[3], "failover") && !sh.master_link.following() {
-        return Err("ERR PSYNC FAILOVER can't be sent to a master.".into());
+    if psync && a.len() > 3 && is(&a[3], "failover") {
+        // A master hands its role over (`commands::failover`): the replica it follows, and
+        // whose stream is its own (the same id), becomes the master, and the PSYNC goes on
+        // as one to a master (its old id now the second one: CONTINUE).
+        let id = String::from_utf8_lossy(&a[1]);
+        eprintln!("Failover request received for replid {id}.");
+        if !sh.master_link.following() {
+            return Err("ERR PSYNC FAILOVER can't be sent to a master.".into());
+        }
+        if a[1] != sh.engine().backlog.replid().as_bytes() {
+            return Err("ERR PSYNC FAILOVER replid must match my replid.".into());
+        }
+        become_master(sh, false);
+        eprintln!("MASTER MODE enabled (failover request from client {})", c.id);
+    }
+    if sh.failover.phase() != crate::failover::Phase::Idle {
+        return Err("NOMASTERLINK Can't SYNC while failing over".into());
     }
     if sh.master_link.link_down() {
         return Err("NOMASTERLINK Can't SYNC while not connected with my master".into());

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::wire::Wire;
 use super::LinkError;
+use crate::master_link::LinkState;
 use crate::state::Shared;
 
 /// What PSYNC settled.
@@ -18,7 +19,7 @@ pub enum Sync {
 }
 
 /// Runs the handshake on `wire`; the master's answer to PSYNC.
-pub fn run(sh: &Shared, wire: &mut Wire) -> Result<Sync, LinkError> {
+pub fn run(sh: &Shared, link: &LinkState, wire: &mut Wire) -> Result<Sync, LinkError> {
     wire.send(&[b"PING"])?;
     let pong = wire.line()?;
     // A master that wants a password answers PING with NOAUTH; AUTH follows then.
@@ -63,7 +64,12 @@ pub fn run(sh: &Shared, wire: &mut Wire) -> Result<Sync, LinkError> {
         resume_point(sh)
     };
     let next = if offset >= 0 { (offset + 1).to_string() } else { "-1".into() };
-    wire.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes()])?;
+    if link.failover.load(Ordering::Acquire) {
+        // A failover's: the replica taking over becomes a master first (`commands::failover`).
+        wire.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes(), b"FAILOVER"])?;
+    } else {
+        wire.send(&[b"PSYNC", replid.as_bytes(), next.as_bytes()])?;
+    }
     parse_psync_reply(&wire.line()?)
 }
 

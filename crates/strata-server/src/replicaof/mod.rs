@@ -148,8 +148,25 @@ fn follow(sh: &Weak<Shared>, link: &Arc<LinkState>) {
 /// One attempt: connect, handshake, sync, then the stream until it breaks.
 fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
     let backlog = &sh.engine().backlog;
-    let mut wire = wire::Wire::connect(sh, link)?;
-    match handshake::run(sh, &mut wire)? {
+    let synced = wire::Wire::connect(sh, link)
+        .and_then(|mut wire| handshake::run(sh, link, &mut wire).map(|sync| (wire, sync)));
+    // A failover's link (`commands::failover`): its first PSYNC's answer ends the failover,
+    // with this server the target's replica, or a master again when it failed.
+    if link.failover.swap(false, Ordering::AcqRel) {
+        match &synced {
+            Ok(_) => crate::commands::failover::finished(sh),
+            Err(e) => {
+                let why = match e {
+                    LinkError::Stopped => "the link was stopped".to_string(),
+                    LinkError::Failed(e) => format!("the target refused it: {e}"),
+                };
+                crate::commands::failover::abort(sh, &why, false);
+                return Err(LinkError::Stopped);
+            }
+        }
+    }
+    let (mut wire, sync) = synced?;
+    match sync {
         handshake::Sync::Full { replid, offset } => {
             // Until the load is whole, nothing of the old stream may be resumed.
             link.replid.lock().clear();

@@ -536,6 +536,23 @@ pub fn start(sh: &Arc<Shared>) {
             }
         }
     });
+    // FAILOVER's look for a replica that caught up (`commands::failover`); nothing while
+    // none is under way.
+    let s = sh.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if s.failover.phase() == crate::failover::Phase::WaitForSync {
+                let s2 = s.clone();
+                // Off the async workers: following the target stops nothing that waits, but
+                // a failed start says so in the LOG.
+                let _ =
+                    tokio::task::spawn_blocking(move || crate::commands::failover::tick(&s2)).await;
+            }
+        }
+    });
     let s = sh.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));

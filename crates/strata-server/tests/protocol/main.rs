@@ -21,6 +21,7 @@ mod concurrency;
 mod config_file;
 mod databases;
 mod errors;
+mod failover;
 mod fuzz_corpus;
 mod introspection;
 mod keyspace_events;
