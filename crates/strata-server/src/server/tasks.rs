@@ -512,13 +512,20 @@ pub fn start(sh: &Arc<Shared>) {
         }
     });
     // The clients' round (Redis's `clientsCron` at its default `hz`): each connection's
-    // buffers checked against their recent use, an idle one's let go of.
+    // buffers checked against their recent use, an idle one's let go of. And FAILOVER's
+    // look for a replica that caught up (`commands::failover`), while one waits for it.
     let s = sh.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            if s.failover.phase() == crate::failover::Phase::WaitForSync {
+                let s2 = s.clone();
+                // Off the async workers: following the target takes the link's locks.
+                let _ =
+                    tokio::task::spawn_blocking(move || crate::commands::failover::tick(&s2)).await;
+            }
             if s.cron_paused.load(Ordering::Relaxed) {
                 continue;
             }
@@ -533,23 +540,6 @@ pub fn start(sh: &Arc<Shared>) {
             }));
             if taken.is_err() {
                 eprintln!("the clients' round failed to take the memory figures");
-            }
-        }
-    });
-    // FAILOVER's look for a replica that caught up (`commands::failover`); nothing while
-    // none is under way.
-    let s = sh.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_millis(100));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            if s.failover.phase() == crate::failover::Phase::WaitForSync {
-                let s2 = s.clone();
-                // Off the async workers: following the target stops nothing that waits, but
-                // a failed start says so in the LOG.
-                let _ =
-                    tokio::task::spawn_blocking(move || crate::commands::failover::tick(&s2)).await;
             }
         }
     });

@@ -283,6 +283,19 @@ impl Rng {
     }
 }
 
+/// Waits up to 10 s for INFO replication's `field` on `c` to read `want`.
+pub fn replication_reaches(c: &mut Raw, field: &str, want: &str) {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = info_field(c, "replication", field);
+        if got == want {
+            return;
+        }
+        assert!(std::time::Instant::now() < until, "{field} stayed {got:?}, not {want:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The value of `field` in INFO `section` (what follows `field:` on its line).
 pub fn info_field(c: &mut Raw, section: &str, field: &str) -> String {
     let info = match c.cmd(&["INFO", section]) {

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::redis_peer::redis_server;
-use crate::common::{blocked_clients, info_field, Raw, Reply, Server};
+use crate::common::{blocked_clients, info_field, replication_reaches, Raw, Reply, Server};
 
 fn ok() -> Reply {
     Reply::Simple("OK".into())
@@ -13,19 +13,6 @@ fn ok() -> Reply {
 
 fn err(e: &str) -> Reply {
     Reply::Error(e.into())
-}
-
-/// Waits up to 10 s for INFO replication's `field` on `c` to read `want`.
-fn reaches(c: &mut Raw, field: &str, want: &str) {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = info_field(c, "replication", field);
-        if got == want {
-            return;
-        }
-        assert!(Instant::now() < until, "{field} stayed {got:?}, not {want:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Waits up to 10 s for `key` on `c` to read `want`.
@@ -40,7 +27,7 @@ fn key_reaches(c: &mut Raw, key: &str, want: Reply) {
 /// `r` follows the master on `port`, linked.
 fn follow(r: &mut Raw, port: u16) {
     assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]), ok());
-    reaches(r, "master_link_status", "up");
+    replication_reaches(r, "master_link_status", "up");
 }
 
 #[test]
@@ -54,9 +41,9 @@ fn failover_swaps_a_master_and_its_replica_and_the_other_replica_resumes() {
     let to = r1.port.to_string();
     assert_eq!(cm.cmd(&["FAILOVER", "TO", "127.0.0.1", &to, "TIMEOUT", "20000"]), ok());
     // The old master follows R1, which resumed its stream; R1 is a master.
-    reaches(&mut cm, "role", "slave");
-    reaches(&mut cm, "master_link_status", "up");
-    reaches(&mut cm, "master_failover_state", "no-failover");
+    replication_reaches(&mut cm, "role", "slave");
+    replication_reaches(&mut cm, "master_link_status", "up");
+    replication_reaches(&mut cm, "master_failover_state", "no-failover");
     assert_eq!(info_field(&mut cm, "replication", "master_port"), to);
     assert_eq!(info_field(&mut cm, "replication", "repl_partial_syncs"), "1");
     assert_eq!(info_field(&mut c1, "replication", "role"), "master");
@@ -74,8 +61,8 @@ fn failover_swaps_a_master_and_its_replica_and_the_other_replica_resumes() {
     assert_eq!(info_field(&mut c2, "replication", "repl_full_syncs"), "1");
     // And back, to any replica: R1 has one, the old master.
     assert_eq!(c1.cmd(&["FAILOVER"]), ok());
-    reaches(&mut c1, "role", "slave");
-    reaches(&mut cm, "role", "master");
+    replication_reaches(&mut c1, "role", "slave");
+    replication_reaches(&mut cm, "role", "master");
     cm.cmd(&["SET", "back", "1"]);
     key_reaches(&mut c1, "back", Reply::bulk("1"));
     key_reaches(&mut c2, "back", Reply::bulk("1"));
@@ -160,7 +147,7 @@ fn writes_wait_during_a_failover_until_it_ends_and_abort_and_timeout_end_it() {
     assert_eq!(info_field(&mut cm, "replication", "role"), "master");
     // A timeout without FORCE ends it too, the server still a master.
     assert_eq!(cm.cmd(&["FAILOVER", "TIMEOUT", "200"]), ok());
-    reaches(&mut cm, "master_failover_state", "no-failover");
+    replication_reaches(&mut cm, "master_failover_state", "no-failover");
     assert_eq!(info_field(&mut cm, "replication", "role"), "master");
     assert_eq!(cm.cmd(&["SET", "k", "3"]), ok());
 }
@@ -190,17 +177,17 @@ fn failover_between_this_server_and_a_redis_server_both_ways() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(rm.cmd(&["FAILOVER", "TO", "127.0.0.1", &to]), ok());
-    reaches(&mut cs, "role", "master");
-    reaches(&mut rm, "role", "slave");
-    reaches(&mut rm, "master_link_status", "up");
+    replication_reaches(&mut cs, "role", "master");
+    replication_reaches(&mut rm, "role", "slave");
+    replication_reaches(&mut rm, "master_link_status", "up");
     assert_eq!(info_field(&mut cs, "stats", "sync_partial_ok"), "1");
     cs.cmd(&["INCR", "k"]);
     key_reaches(&mut rm, "k", Reply::bulk("2"));
     // Back: this server hands the role to the redis-server.
     assert_eq!(cs.cmd(&["FAILOVER"]), ok());
-    reaches(&mut rm, "role", "master");
-    reaches(&mut cs, "role", "slave");
-    reaches(&mut cs, "master_link_status", "up");
+    replication_reaches(&mut rm, "role", "master");
+    replication_reaches(&mut cs, "role", "slave");
+    replication_reaches(&mut cs, "master_link_status", "up");
     assert_eq!(info_field(&mut cs, "replication", "repl_partial_syncs"), "1");
     rm.cmd(&["INCR", "k"]);
     key_reaches(&mut cs, "k", Reply::bulk("3"));

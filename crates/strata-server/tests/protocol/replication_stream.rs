@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::redis_peer::{contents, redis_server};
-use crate::common::{info_field, wait_blocked, Raw, Reply, Rng, Server};
+use crate::common::{info_field, replication_reaches, wait_blocked, Raw, Reply, Rng, Server};
 
 /// A raw replica's connection: SYNC sent, the RDB read past.
 struct Attached {
@@ -663,19 +663,6 @@ fn consumer_groups_reach_replicas_as_the_pel_changes_they_made() {
     }
 }
 
-/// Waits up to 10 s for `c`'s INFO replication `field` to read `want`.
-fn info_reaches(c: &mut Raw, field: &str, want: &str) {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = info_field(c, "replication", field);
-        if got == want {
-            return;
-        }
-        assert!(Instant::now() < until, "{field} stayed {got:?}, not {want:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Waits up to 10 s for `key` of database `db` to read `want` on `c`.
 fn key_reaches(c: &mut Raw, db: &str, key: &str, want: Reply) {
     let until = Instant::now() + Duration::from_secs(10);
@@ -699,7 +686,7 @@ fn a_promoted_replica_keeps_its_masters_history_so_the_others_resume_from_it() {
     t.cmd(&["SET", "k0", "0"]);
     for (r, port) in [(&mut ra, top.port), (&mut rb, top.port)] {
         r.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]);
-        info_reaches(r, "master_link_status", "up");
+        replication_reaches(r, "master_link_status", "up");
     }
     // The top's stream selects database 5 now, and its next commands there select nothing.
     t.cmd(&["SELECT", "5"]);
@@ -707,7 +694,7 @@ fn a_promoted_replica_keeps_its_masters_history_so_the_others_resume_from_it() {
     key_reaches(&mut rb, "5", "k5", Reply::bulk("5"));
     // C follows B, a replica: B's file says its stream is in database 5 (repl-stream-db).
     rc.cmd(&["REPLICAOF", "127.0.0.1", &b.port.to_string()]);
-    info_reaches(&mut rc, "master_link_status", "up");
+    replication_reaches(&mut rc, "master_link_status", "up");
     t.cmd(&["INCR", "k5"]);
     key_reaches(&mut rc, "5", "k5", Reply::bulk("6"));
     key_reaches(&mut rc, "0", "k5", Reply::Null);
@@ -715,7 +702,7 @@ fn a_promoted_replica_keeps_its_masters_history_so_the_others_resume_from_it() {
     let top_id = info_field(&mut t, "replication", "master_replid");
     let top_end = info_field(&mut t, "replication", "master_repl_offset");
     for r in [&mut ra, &mut rb, &mut rc] {
-        info_reaches(r, "master_repl_offset", &top_end);
+        replication_reaches(r, "master_repl_offset", &top_end);
         assert_eq!(info_field(r, "replication", "master_replid"), top_id);
     }
     // A is promoted: a new id, the top's kept as the second one up to its end.
@@ -726,20 +713,20 @@ fn a_promoted_replica_keeps_its_masters_history_so_the_others_resume_from_it() {
     assert_ne!(info_field(&mut ra, "replication", "master_replid"), top_id);
     // B, then the old top, follow A and resume: no second full sync.
     rb.cmd(&["REPLICAOF", "127.0.0.1", &a.port.to_string()]);
-    info_reaches(&mut rb, "repl_partial_syncs", "1");
-    info_reaches(&mut rb, "master_link_status", "up");
+    replication_reaches(&mut rb, "repl_partial_syncs", "1");
+    replication_reaches(&mut rb, "master_link_status", "up");
     t.cmd(&["REPLICAOF", "127.0.0.1", &a.port.to_string()]);
-    info_reaches(&mut t, "repl_partial_syncs", "1");
-    info_reaches(&mut t, "master_link_status", "up");
+    replication_reaches(&mut t, "repl_partial_syncs", "1");
+    replication_reaches(&mut t, "master_link_status", "up");
     // (The counts are the link's: each REPLICAOF starts one.)
     assert_eq!(info_field(&mut rb, "replication", "repl_full_syncs"), "0");
     assert_eq!(info_field(&mut t, "replication", "repl_full_syncs"), "0");
     // C's master changed its id: C asked again and resumed too.
-    info_reaches(&mut rc, "repl_partial_syncs", "1");
+    replication_reaches(&mut rc, "repl_partial_syncs", "1");
     assert_eq!(info_field(&mut rc, "replication", "repl_full_syncs"), "1");
     let a_id = info_field(&mut ra, "replication", "master_replid");
     for r in [&mut rb, &mut rc, &mut t] {
-        info_reaches(r, "master_replid", &a_id);
+        replication_reaches(r, "master_replid", &a_id);
     }
     // A's writes reach all three, in their databases.
     ra.cmd(&["SELECT", "5"]);
