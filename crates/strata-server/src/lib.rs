@@ -144,6 +144,15 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
             l.libraries
         );
     }
+    // The stream's ids kept by a clean shutdown, for the link (and this server's replicas) to
+    // resume from (`storage::repl_ids`).
+    if running.is_none() {
+        let restored = storage::repl_ids::restore(sh.engine(), &sh.engine().backlog)
+            .map_err(|e| format!("cannot read the replication ids: {e}"))?;
+        if let Some(ids) = restored {
+            println!("Resuming replication id {} at offset {}", ids.replid, ids.end);
+        }
+    }
     replicaof::install(&sh)?;
     server::tasks::start(&sh);
     println!(
@@ -191,11 +200,25 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     server::listener::serve(sh.clone(), listener, shutdown, threads.as_ref()).await;
     // A script still running stops (SIGTERM, SIGINT or SHUTDOWN: it holds every key lock).
     sh.scripts.stop_for_shutdown();
-    // A replica's link stops before the database closes (`replicaof`).
-    sh.master_link.stop_for_shutdown(std::time::Duration::from_secs(2));
     // The connections close before the database does.
     if let Some(t) = threads {
         t.stop(std::time::Duration::from_secs(1));
+    }
+    // The stream's ids as the last writer leaves them (`storage::repl_ids`): taken under the
+    // gate with the link told to stop, so that it adds nothing after them.
+    let kept = running.is_none().then(|| {
+        let _gate = sh.engine().backlog.gate();
+        sh.master_link.mark_stopping();
+        storage::repl_ids::Ids::of(&sh.engine().backlog)
+    });
+    // A replica's link stops before the database closes (`replicaof`).
+    let link_ended = sh.master_link.stop_for_shutdown(std::time::Duration::from_secs(2));
+    if let (true, Some(Some(ids))) = (link_ended, kept) {
+        match storage::repl_ids::save(sh.engine(), &sh.engine().backlog, &ids) {
+            Ok(true) => println!("Kept the replication id {} at offset {}", ids.replid, ids.end),
+            Ok(false) => {}
+            Err(e) => eprintln!("cannot keep the replication ids: {e}"),
+        }
     }
     if let Some(r) = running {
         r.shutdown().await;

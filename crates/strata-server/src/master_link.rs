@@ -257,16 +257,26 @@ impl MasterLink {
         }
     }
 
+    /// Tells the link, if any, to stop, still following: it applies nothing more of the
+    /// master's stream (it looks under the backlog's gate before each command), and the
+    /// server stays a replica until [`MasterLink::stop_for_shutdown`].
+    pub fn mark_stopping(&self) {
+        if let Some(link) = self.current.lock().as_ref() {
+            link.stop.store(true, Ordering::Release);
+        }
+    }
+
     /// At shutdown: stops the link and waits up to `wait` for its thread to end, so that the
     /// database closes after the link's last write (a load running then goes on, and its
-    /// writes after the close fail).
-    pub fn stop_for_shutdown(&self, wait: std::time::Duration) {
-        let Some(link) = self.current.lock().clone() else { return };
+    /// writes after the close fail). Whether no link thread is left running.
+    pub fn stop_for_shutdown(&self, wait: std::time::Duration) -> bool {
+        let Some(link) = self.current.lock().clone() else { return true };
         self.stop();
         let until = std::time::Instant::now() + wait;
         while !link.ended.load(Ordering::Acquire) && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        link.ended.load(Ordering::Acquire)
     }
 
     /// Whether a full sync is loading its dataset now.

@@ -39,6 +39,7 @@ pub mod pending;
 pub mod pop_hints;
 pub mod prehashed;
 pub mod propagated;
+pub mod repl_ids;
 pub mod snapshot_view;
 pub mod sync_group;
 

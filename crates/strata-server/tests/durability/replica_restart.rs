@@ -6,7 +6,7 @@
 use std::net::TcpListener;
 
 use crate::common::fake_master::{handshake, send_cmd, until_ack, wait_for, REPLID};
-use crate::common::{info_field, Reply, Server};
+use crate::common::{info_field, replication_reaches, Reply, Server};
 use strata_server::types::rdb::file::FileWriter;
 use strata_server::types::rdb::{Encodings, Value};
 
@@ -76,4 +76,72 @@ fn a_replica_killed_while_it_loads_syncs_whole_at_restart() {
     assert_eq!(c.cmd(&["STRLEN", "b1999"]), Reply::Int(100));
     assert_eq!(c.cmd(&["HLEN", "hb1900"]), Reply::Int(20));
     assert_eq!(c.cmd(&["GET", "after"]), Reply::bulk("1"));
+}
+
+/// Waits up to 10 s for `key` (in database `db`) on `c` to read `want`.
+fn key_reaches(c: &mut crate::common::Raw, db: &str, key: &str, want: Reply) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        c.cmd(&["SELECT", db]);
+        if c.cmd(&["GET", key]) == want {
+            return;
+        }
+        assert!(std::time::Instant::now() < until, "{key} never reached {want:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `c` follows the master on `port`, linked.
+fn follow(c: &mut crate::common::Raw, port: u16) {
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]), Reply::Simple("OK".into()));
+    replication_reaches(c, "master_link_status", "up");
+}
+
+/// A clean shutdown keeps the stream's id and end (`storage::repl_ids`): a replica restarted
+/// so resumes from its master, in the database the stream had selected, and a master
+/// restarted so resumes its replica; a replica killed with SIGKILL after such a start has
+/// nothing kept (the start deleted it) and syncs in full.
+#[test]
+fn a_clean_restart_resumes_replication_and_a_killed_replica_syncs_in_full() {
+    let mut master = Server::start(&[]);
+    let mut m = master.raw();
+    m.cmd(&["SET", "a", "1"]);
+    let mut replica = Server::start(&[]);
+    let mut r = replica.raw();
+    follow(&mut r, master.port);
+    // The master's stream has database 2 selected from here on.
+    m.cmd(&["SELECT", "2"]);
+    m.cmd(&["SET", "b", "2"]);
+    let end = info_field(&mut m, "replication", "master_repl_offset");
+    replication_reaches(&mut r, "master_repl_offset", &end);
+
+    replica.stop();
+    let rdir = replica.keep_dir();
+    m.cmd(&["SET", "c", "3"]);
+    let mut replica = Server::start_in(rdir.path(), &[]);
+    let mut r = replica.raw();
+    assert_eq!(info_field(&mut r, "replication", "master_repl_offset"), end);
+    follow(&mut r, master.port);
+    assert_eq!(info_field(&mut r, "replication", "repl_partial_syncs"), "1");
+    assert_eq!(info_field(&mut r, "replication", "repl_full_syncs"), "0");
+    key_reaches(&mut r, "2", "c", Reply::bulk("3"));
+    key_reaches(&mut r, "0", "a", Reply::bulk("1"));
+
+    master.stop();
+    let mdir = master.keep_dir();
+    let master = Server::start_in(mdir.path(), &[]);
+    let mut m = master.raw();
+    follow(&mut r, master.port);
+    assert_eq!(info_field(&mut r, "replication", "repl_partial_syncs"), "1");
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "0");
+    m.cmd(&["SET", "d", "4"]);
+    key_reaches(&mut r, "0", "d", Reply::bulk("4"));
+
+    replica.child.kill().unwrap();
+    replica.child.wait().unwrap();
+    let replica = Server::start_in(rdir.path(), &[]);
+    let mut r = replica.raw();
+    follow(&mut r, master.port);
+    assert_eq!(info_field(&mut r, "replication", "repl_full_syncs"), "1");
+    key_reaches(&mut r, "2", "c", Reply::bulk("3"));
 }
