@@ -139,8 +139,9 @@ pub fn replconf(_: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
 /// refuses it (a replica whose link is down, a filtered RDB to a client that cannot read
 /// one ended by a mark, PSYNC FAILOVER to a master, a PSYNC offset that is no integer), in
 /// cluster mode (its nodes replicate through Raft). A replica serves replicas of its own
-/// (its master's writes go on to them as its commands; a full sync from its master makes
-/// them sync again in full: `storage::backlog::Backlog::reset`).
+/// (its master's stream goes on to them as it came; a full sync from its master makes them
+/// sync again in full: `storage::backlog`). PSYNC FAILOVER from this replica's master makes
+/// it a master first (`commands::failover`).
 pub fn sync(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], _: &mut Out) -> CmdResult {
     let psync = is(&a[0], "psync");
     if psync && a.len() > 3 && is(&a[3], "failover") {

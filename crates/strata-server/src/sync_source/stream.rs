@@ -12,7 +12,8 @@
 //!              a replica: its stream is its master's as it came, `storage::backlog`)
 //! ```
 //!
-//! The dataset is taken holding every key lock, with the stream's end offset, after the
+//! The dataset is taken holding the backlog's gate (a replica's link applies and adds its
+//! master's commands under it) and every key lock, with the stream's end offset, after the
 //! stream was turned on (`Backlog::activate`): every write is in one or the other. The
 //! connection then carries the stream until the replica leaves, falls too far behind
 //! (`client-output-buffer-limit replica`'s hard limit), or the server stops.
