@@ -194,3 +194,55 @@ fn failover_between_this_server_and_a_redis_server_both_ways() {
     cs.cmd(&["SELECT", "3"]);
     assert_eq!(cs.cmd(&["GET", "in3"]), Reply::bulk("x"));
 }
+
+/// Clients writing all through a failover: every increment acknowledged by the old master is
+/// on the new one exactly once, none refused is, and all three nodes end the same.
+#[test]
+fn writes_acknowledged_through_a_failover_are_all_on_the_new_master_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let (m, r1, r2) = (Server::start(&[]), Server::start(&[]), Server::start(&[]));
+    let (mut cm, mut c1, mut c2) = (m.raw(), r1.raw(), r2.raw());
+    follow(&mut c1, m.port);
+    follow(&mut c2, m.port);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..3)
+        .map(|i| {
+            let (port, stop) = (m.port, stop.clone());
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(port);
+                let key = format!("counter{i}");
+                let mut acked = 0i64;
+                while !stop.load(Ordering::Relaxed) {
+                    match c.cmd(&["INCR", &key]) {
+                        Reply::Int(n) => {
+                            acked += 1;
+                            assert_eq!(n, acked, "{key}: every increment once");
+                        }
+                        Reply::Error(e) if e.starts_with("READONLY") => break,
+                        other => panic!("{key}: {other:?}"),
+                    }
+                }
+                (key, acked)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(cm.cmd(&["FAILOVER", "TO", "127.0.0.1", &r1.port.to_string()]), ok());
+    replication_reaches(&mut c1, "role", "master");
+    replication_reaches(&mut cm, "master_link_status", "up");
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        let (key, acked) = w.join().unwrap();
+        assert!(acked > 0, "{key}: no write before the failover");
+        let want = Reply::Int(acked);
+        for c in [&mut c1, &mut cm, &mut c2] {
+            let until = Instant::now() + Duration::from_secs(10);
+            while c.cmd(&["GET", &key]) != Reply::bulk(&acked.to_string()) {
+                assert!(Instant::now() < until, "{key} never reached {want:?}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
