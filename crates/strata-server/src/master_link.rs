@@ -14,10 +14,12 @@
 //! - While a master is set and `replica-read-only` is yes, writes from clients other than the
 //!   link itself are refused with READONLY.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
+
+use crate::storage::backlog::Backlog;
 
 /// The master a REPLICAOF names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,14 +72,9 @@ pub struct LinkState {
     pub target: Target,
     stop: AtomicBool,
     phase: AtomicU8,
-    /// The replication offset applied: the master's offset at the full sync plus the bytes
-    /// of the command stream applied since (-1 before the first sync).
-    pub offset: AtomicI64,
-    /// The database the master's stream selected last (kept for a resumed stream, which
-    /// carries no SELECT of what came before).
-    pub db: AtomicUsize,
-    /// The master's replication id (from FULLRESYNC or CONTINUE), empty before.
-    pub replid: Mutex<String>,
+    /// The link synced (a full sync loaded, or a CONTINUE): the offset it applied is this
+    /// server's stream's end from then on ([`LinkState::offset`]).
+    pub synced: AtomicBool,
     /// When a byte last came from the master (Unix ms; 0: never).
     pub last_io_ms: AtomicU64,
     /// When the link last went down (Unix ms; 0: never up yet).
@@ -106,9 +103,7 @@ impl LinkState {
             target,
             stop: AtomicBool::new(false),
             phase: AtomicU8::new(Phase::Connect as u8),
-            offset: AtomicI64::new(-1),
-            db: AtomicUsize::new(0),
-            replid: Mutex::new(String::new()),
+            synced: AtomicBool::new(false),
             last_io_ms: AtomicU64::new(0),
             down_since_ms: AtomicU64::new(crate::types::keyspace::now_ms()),
             sync_total: AtomicU64::new(0),
@@ -119,6 +114,17 @@ impl LinkState {
             ended: AtomicBool::new(false),
             failover: AtomicBool::new(false),
         })
+    }
+
+    /// The replication offset applied (the master's offset at the full sync plus the bytes
+    /// of its stream applied since): `backlog`'s end once synced, the link adding each
+    /// command it applies there (`storage::backlog`); -1 before.
+    pub fn offset(&self, backlog: &Backlog) -> i64 {
+        if self.synced.load(Ordering::Acquire) {
+            backlog.offset() as i64
+        } else {
+            -1
+        }
     }
 
     /// Whether this link was told to stop (another REPLICAOF came).

@@ -45,9 +45,9 @@ pub struct ClientPause {
     failover: AtomicBool,
 }
 
-/// The end a pause without one reports (FAILOVER's, which ends when the failover does): a
-/// century, which an `Instant` holds.
-const NO_END: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+/// What stands for a pause with no end (FAILOVER's, which ends when the failover does, and a
+/// CLIENT PAUSE too long for an `Instant`): a century, which an `Instant` holds.
+pub const NO_END: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Counts a connection among the waiting until dropped.
 struct Waiting<'a>(&'a AtomicUsize);

@@ -15,7 +15,7 @@
 
 use super::args::{int_arg, is};
 use super::{CmdResult, Command};
-use crate::pause::PauseMode;
+use crate::pause::{PauseMode, NO_END};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 use std::time::{Duration, Instant};
@@ -34,14 +34,11 @@ pub fn pause(sh: &Shared, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     }
     let now = Instant::now();
     // Far enough for any client; an `Instant` cannot hold i64::MAX milliseconds from now.
-    let end = now.checked_add(Duration::from_millis(ms as u64)).unwrap_or(now + FOREVER);
+    let end = now.checked_add(Duration::from_millis(ms as u64)).unwrap_or(now + NO_END);
     sh.pause.pause(end, mode);
     out.ok();
     Ok(())
 }
-
-/// What stands for a pause too long for an `Instant`: a century.
-const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// CLIENT UNPAUSE.
 pub fn unpause(sh: &Shared, out: &mut Out) -> CmdResult {

@@ -20,7 +20,7 @@ use super::errors::SYNTAX;
 use super::CmdResult;
 use crate::failover::{Phase, Plan};
 use crate::master_link::Target;
-use crate::replicas::ReplicaState;
+use crate::replicas::{Replica, ReplicaState};
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
 
@@ -110,17 +110,13 @@ pub fn tick(sh: &Shared) {
     let Some(plan) = sh.failover.waiting() else { return };
     let end = sh.engine().backlog.offset();
     let replicas = sh.replicas.list();
-    let synced =
-        |t: &Target| replicas.iter().any(|r| r.ip == t.host && r.port == t.port && r.ack == end);
-    let to = match &plan.target {
-        Some(t) if synced(t) => Some(t.clone()),
-        Some(_) => None,
-        None => replicas
-            .iter()
-            .find(|r| r.ack == end && r.port != 0)
-            .map(|r| Target { host: r.ip.clone(), port: r.port }),
+    // The replica that acknowledged the stream's end: the target, or any that listens.
+    let named = |r: &&Replica| match &plan.target {
+        Some(t) => r.ip == t.host && r.port == t.port,
+        None => r.port != 0,
     };
-    let to = match to {
+    let caught_up = replicas.iter().filter(named).find(|r| r.ack == end);
+    let to = match caught_up.map(|r| Target { host: r.ip.clone(), port: r.port }) {
         Some(t) => {
             eprintln!("Failover target {}:{} is synced, failing over.", t.host, t.port);
             t

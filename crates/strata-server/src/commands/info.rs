@@ -278,7 +278,7 @@ fn replica_section(sh: &Shared, link: &crate::master_link::LinkState, t: &mut St
     let secs_since = |ms: u64| if ms == 0 { -1 } else { (now.saturating_sub(ms) / 1000) as i64 };
     let phase = link.phase();
     let up = phase == Phase::Connected;
-    let offset = link.offset.load(Ordering::Acquire).max(0);
+    let offset = link.offset(&sh.engine().backlog).max(0);
     let read_only = super::read_only_replica(sh);
     let _ = write!(
         t,

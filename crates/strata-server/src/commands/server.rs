@@ -1064,7 +1064,7 @@ pub fn role(sh: &Shared, _: &mut Conn, _: &[Vec<u8>], out: &mut Out) -> CmdResul
         out.bulk(link.target.host.as_bytes());
         out.int(i64::from(link.target.port));
         out.bulk(link.phase().role_word().as_bytes());
-        out.int(link.offset.load(std::sync::atomic::Ordering::Acquire));
+        out.int(link.offset(&sh.engine().backlog));
         return Ok(());
     }
     let Some(router) = sh.router.as_ref() else {

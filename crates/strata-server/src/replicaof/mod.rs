@@ -169,8 +169,7 @@ fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
     match sync {
         handshake::Sync::Full { replid, offset } => {
             // Until the load is whole, nothing of the old stream may be resumed.
-            link.replid.lock().clear();
-            link.offset.store(-1, Ordering::Release);
+            link.synced.store(false, Ordering::Release);
             link.set_phase(Phase::Sync);
             let file = transfer::receive(sh, link, &mut wire)?;
             // This server's own replicas sync again, in full, from the new dataset.
@@ -182,9 +181,7 @@ fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
                 LinkError::Failed(format!("FULLRESYNC with a negative offset: {offset}"))
             })?;
             backlog.adopt(&replid, offset_u, loaded.stream_db);
-            link.db.store(loaded.stream_db.unwrap_or(0), Ordering::Release);
-            *link.replid.lock() = replid;
-            link.offset.store(offset, Ordering::Release);
+            link.synced.store(true, Ordering::Release);
             link.full_syncs.fetch_add(1, Ordering::Relaxed);
         }
         handshake::Sync::Continue { replid } => {
@@ -193,11 +190,7 @@ fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
             if let Some(id) = replid {
                 backlog.shift_id(Some(id));
             }
-            *link.replid.lock() = backlog.replid();
-            link.offset.store(backlog.offset() as i64, Ordering::Release);
-            if let Some(db) = backlog.selected() {
-                link.db.store(db, Ordering::Release);
-            }
+            link.synced.store(true, Ordering::Release);
             link.partial_syncs.fetch_add(1, Ordering::Relaxed);
         }
     }

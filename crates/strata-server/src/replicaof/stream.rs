@@ -28,9 +28,12 @@ const SAY_ERRORS_EVERY: Duration = Duration::from_secs(10);
 /// Applies the stream on `wire` until it breaks or the link is stopped.
 pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result<(), LinkError> {
     let id = crate::state::next_client_id();
+    let backlog = &sh.engine().backlog;
     let mut conn = Conn::new(id, true);
     conn.master = true;
-    conn.db = link.db.load(Ordering::Acquire);
+    // The database the master's stream has selected where this server's stream ends (none:
+    // the master selects one before its first command of a database).
+    conn.db = backlog.selected().unwrap_or(0);
     let listed = Listed::new(sh, id, conn.db, wire.sock());
     // Its commands noted where CLIENT LIST reads them (`cmd`, `idle`), as a connection's.
     conn.activity.clone_from(&listed.activity);
@@ -39,7 +42,6 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
     // None: not yet (the first ACK goes at once: a diskless master waits for it).
     let mut acked: Option<Instant> = None;
     let mut errors = Errors::default();
-    let backlog = &sh.engine().backlog;
     // Bytes of a transaction still open (counted, and added to this server's stream, at its
     // EXEC).
     let mut open: Vec<u8> = Vec::new();
@@ -62,8 +64,7 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
         for (args, bytes) in frames.drain(..) {
             // The ACK tells the offset before the GETACK, as redis-server's does.
             if is_getack(&args) {
-                let offset = link.offset.load(Ordering::Acquire);
-                ack(wire, offset)?;
+                ack(wire, backlog.offset())?;
                 acked = Some(Instant::now());
             }
             let gate = backlog.gate();
@@ -82,15 +83,13 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
             open.extend_from_slice(&bytes);
             if conn.multi.is_none() {
                 backlog.append_bytes(&open, conn.db);
-                link.offset.fetch_add(open.len() as i64, Ordering::AcqRel);
                 open.clear();
             }
             drop(gate);
-            link.db.store(conn.db, Ordering::Release);
         }
         errors.say(link);
         if acked.is_none_or(|t| t.elapsed() >= ACK_EVERY) {
-            ack(wire, link.offset.load(Ordering::Acquire))?;
+            ack(wire, backlog.offset())?;
             acked = Some(Instant::now());
         }
         wire.read_more()?;
@@ -105,8 +104,8 @@ fn is_getack(args: &[Vec<u8>]) -> bool {
 }
 
 /// Sends REPLCONF ACK `offset`.
-fn ack(wire: &mut Wire, offset: i64) -> Result<(), LinkError> {
-    wire.send(&[b"REPLCONF", b"ACK", offset.max(0).to_string().as_bytes()])
+fn ack(wire: &mut Wire, offset: u64) -> Result<(), LinkError> {
+    wire.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
 }
 
 /// Runs one command of the master's as a connection's command runs: holding a pass of the

@@ -522,9 +522,17 @@ pub fn start(sh: &Arc<Shared>) {
             tick.tick().await;
             if s.failover.phase() == crate::failover::Phase::WaitForSync {
                 let s2 = s.clone();
-                // Off the async workers: following the target takes the link's locks.
-                let _ =
-                    tokio::task::spawn_blocking(move || crate::commands::failover::tick(&s2)).await;
+                // Off the async workers: following the target takes the link's locks. A
+                // panic ends the failover (its held writes let go), never holds them on.
+                let _ = tokio::task::spawn_blocking(move || {
+                    let look =
+                        std::panic::AssertUnwindSafe(|| crate::commands::failover::tick(&s2));
+                    if std::panic::catch_unwind(look).is_err() {
+                        let why = "its look for a caught-up replica failed";
+                        crate::commands::failover::abort(&s2, why, false);
+                    }
+                })
+                .await;
             }
             if s.cron_paused.load(Ordering::Relaxed) {
                 continue;

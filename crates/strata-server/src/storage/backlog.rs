@@ -246,13 +246,18 @@ impl Backlog {
         Self::drop_all(&mut g);
     }
 
-    /// Drops every reader and every byte held; the end stays.
-    fn drop_all(g: &mut Inner) {
-        // The readers waiting for more are woken to see they were dropped.
+    /// Lets every reader go: each one's replica is told (its sender wakes to see it was
+    /// dropped) and asks again.
+    fn let_readers_go(g: &mut Inner) {
         for r in g.readers.drain(..) {
             r.dropped.store(true, Ordering::Release);
             r.poke();
         }
+    }
+
+    /// Drops every reader and every byte held; the end stays.
+    fn drop_all(g: &mut Inner) {
+        Self::let_readers_go(g);
         g.first += g.buf.len() as u64;
         g.buf.clear();
         g.selected = None;
@@ -287,10 +292,7 @@ impl Backlog {
         let end = g.first + g.buf.len() as u64;
         let old = std::mem::replace(&mut ids.replid, next);
         ids.replid2 = Some((old, end + 1));
-        for r in g.readers.drain(..) {
-            r.dropped.store(true, Ordering::Release);
-            r.poke();
-        }
+        Self::let_readers_go(&mut g);
     }
 
     /// What a replica's link holds while it applies one of its master's commands and appends

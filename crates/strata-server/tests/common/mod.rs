@@ -283,6 +283,26 @@ impl Rng {
     }
 }
 
+/// Waits up to 10 s for `key` of database `db` on `c` to read `want` (`c` is left in `db`).
+pub fn key_reaches(c: &mut Raw, db: &str, key: &str, want: Reply) {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        c.cmd(&["SELECT", db]);
+        if c.cmd(&["GET", key]) == want {
+            return;
+        }
+        assert!(std::time::Instant::now() < until, "{key} of db {db} never reached {want:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `c` follows (REPLICAOF) the master on `port` of loopback, and the link is up.
+pub fn follow(c: &mut Raw, port: u16) {
+    let r = c.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]);
+    assert_eq!(r, Reply::Simple("OK".into()));
+    replication_reaches(c, "master_link_status", "up");
+}
+
 /// Waits up to 10 s for INFO replication's `field` on `c` to read `want`.
 pub fn replication_reaches(c: &mut Raw, field: &str, want: &str) {
     let until = std::time::Instant::now() + Duration::from_secs(10);

@@ -6,7 +6,7 @@
 use std::net::TcpListener;
 
 use crate::common::fake_master::{handshake, send_cmd, until_ack, wait_for, REPLID};
-use crate::common::{info_field, replication_reaches, Reply, Server};
+use crate::common::{follow, info_field, key_reaches, replication_reaches, Reply, Server};
 use strata_server::types::rdb::file::FileWriter;
 use strata_server::types::rdb::{Encodings, Value};
 
@@ -76,25 +76,6 @@ fn a_replica_killed_while_it_loads_syncs_whole_at_restart() {
     assert_eq!(c.cmd(&["STRLEN", "b1999"]), Reply::Int(100));
     assert_eq!(c.cmd(&["HLEN", "hb1900"]), Reply::Int(20));
     assert_eq!(c.cmd(&["GET", "after"]), Reply::bulk("1"));
-}
-
-/// Waits up to 10 s for `key` (in database `db`) on `c` to read `want`.
-fn key_reaches(c: &mut crate::common::Raw, db: &str, key: &str, want: Reply) {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        c.cmd(&["SELECT", db]);
-        if c.cmd(&["GET", key]) == want {
-            return;
-        }
-        assert!(std::time::Instant::now() < until, "{key} never reached {want:?}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-/// `c` follows the master on `port`, linked.
-fn follow(c: &mut crate::common::Raw, port: u16) {
-    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]), Reply::Simple("OK".into()));
-    replication_reaches(c, "master_link_status", "up");
 }
 
 /// A clean shutdown keeps the stream's id and end (`storage::repl_ids`): a replica restarted

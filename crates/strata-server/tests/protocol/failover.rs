@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use crate::common::redis_peer::redis_server;
-use crate::common::{blocked_clients, info_field, replication_reaches, Raw, Reply, Server};
+use crate::common::{
+    blocked_clients, follow, info_field, key_reaches, replication_reaches, Raw, Reply, Server,
+};
 
 fn ok() -> Reply {
     Reply::Simple("OK".into())
@@ -13,21 +15,6 @@ fn ok() -> Reply {
 
 fn err(e: &str) -> Reply {
     Reply::Error(e.into())
-}
-
-/// Waits up to 10 s for `key` on `c` to read `want`.
-fn key_reaches(c: &mut Raw, key: &str, want: Reply) {
-    let until = Instant::now() + Duration::from_secs(10);
-    while c.cmd(&["GET", key]) != want {
-        assert!(Instant::now() < until, "{key} never reached {want:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// `r` follows the master on `port`, linked.
-fn follow(r: &mut Raw, port: u16) {
-    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()]), ok());
-    replication_reaches(r, "master_link_status", "up");
 }
 
 #[test]
@@ -56,16 +43,16 @@ fn failover_swaps_a_master_and_its_replica_and_the_other_replica_resumes() {
     );
     // R2 still follows the old master, now a replica of R1: R1's writes reach both.
     c1.cmd(&["INCR", "k"]);
-    key_reaches(&mut cm, "k", Reply::bulk("3"));
-    key_reaches(&mut c2, "k", Reply::bulk("3"));
+    key_reaches(&mut cm, "0", "k", Reply::bulk("3"));
+    key_reaches(&mut c2, "0", "k", Reply::bulk("3"));
     assert_eq!(info_field(&mut c2, "replication", "repl_full_syncs"), "1");
     // And back, to any replica: R1 has one, the old master.
     assert_eq!(c1.cmd(&["FAILOVER"]), ok());
     replication_reaches(&mut c1, "role", "slave");
     replication_reaches(&mut cm, "role", "master");
     cm.cmd(&["SET", "back", "1"]);
-    key_reaches(&mut c1, "back", Reply::bulk("1"));
-    key_reaches(&mut c2, "back", Reply::bulk("1"));
+    key_reaches(&mut c1, "0", "back", Reply::bulk("1"));
+    key_reaches(&mut c2, "0", "back", Reply::bulk("1"));
 }
 
 #[test]
@@ -182,7 +169,7 @@ fn failover_between_this_server_and_a_redis_server_both_ways() {
     replication_reaches(&mut rm, "master_link_status", "up");
     assert_eq!(info_field(&mut cs, "stats", "sync_partial_ok"), "1");
     cs.cmd(&["INCR", "k"]);
-    key_reaches(&mut rm, "k", Reply::bulk("2"));
+    key_reaches(&mut rm, "0", "k", Reply::bulk("2"));
     // Back: this server hands the role to the redis-server.
     assert_eq!(cs.cmd(&["FAILOVER"]), ok());
     replication_reaches(&mut rm, "role", "master");
@@ -190,7 +177,7 @@ fn failover_between_this_server_and_a_redis_server_both_ways() {
     replication_reaches(&mut cs, "master_link_status", "up");
     assert_eq!(info_field(&mut cs, "replication", "repl_partial_syncs"), "1");
     rm.cmd(&["INCR", "k"]);
-    key_reaches(&mut cs, "k", Reply::bulk("3"));
+    key_reaches(&mut cs, "0", "k", Reply::bulk("3"));
     cs.cmd(&["SELECT", "3"]);
     assert_eq!(cs.cmd(&["GET", "in3"]), Reply::bulk("x"));
 }
@@ -236,13 +223,8 @@ fn writes_acknowledged_through_a_failover_are_all_on_the_new_master_once() {
     for w in writers {
         let (key, acked) = w.join().unwrap();
         assert!(acked > 0, "{key}: no write before the failover");
-        let want = Reply::Int(acked);
         for c in [&mut c1, &mut cm, &mut c2] {
-            let until = Instant::now() + Duration::from_secs(10);
-            while c.cmd(&["GET", &key]) != Reply::bulk(&acked.to_string()) {
-                assert!(Instant::now() < until, "{key} never reached {want:?}");
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            key_reaches(c, "0", &key, Reply::bulk(&acked.to_string()));
         }
     }
 }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::redis_peer::{contents, redis_server};
-use crate::common::{info_field, replication_reaches, wait_blocked, Raw, Reply, Rng, Server};
+use crate::common::{
+    info_field, key_reaches, replication_reaches, wait_blocked, Raw, Reply, Rng, Server,
+};
 
 /// A raw replica's connection: SYNC sent, the RDB read past.
 struct Attached {
@@ -660,19 +662,6 @@ fn consumer_groups_reach_replicas_as_the_pel_changes_they_made() {
     for rc in std::iter::once(&mut r).chain(rr.as_mut()) {
         assert_eq!(pending(rc), want_pel);
         assert_eq!(group_state(rc), want_group);
-    }
-}
-
-/// Waits up to 10 s for `key` of database `db` to read `want` on `c`.
-fn key_reaches(c: &mut Raw, db: &str, key: &str, want: Reply) {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        c.cmd(&["SELECT", db]);
-        if c.cmd(&["GET", key]) == want {
-            return;
-        }
-        assert!(Instant::now() < until, "{key} of db {db} never reached {want:?}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
