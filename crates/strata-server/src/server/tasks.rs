@@ -10,6 +10,7 @@ use crate::filing::Filing;
 use crate::routing::Route;
 use crate::state::Shared;
 use crate::storage::SyncPolicy;
+use crate::sync_source::backlog_ttl::BacklogTtl;
 use crate::types::expiry::{delete_due, expire_slice, Slice};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -554,8 +555,18 @@ pub fn start(sh: &Arc<Shared>) {
     let s = sh.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let ttl = Arc::new(parking_lot::Mutex::new(BacklogTtl::default()));
         loop {
             tick.tick().await;
+            // Off the async workers: freeing the stream waits for its gate. A panic ends
+            // this round only.
+            let (s2, ttl2) = (s.clone(), ttl.clone());
+            let freeing = tokio::task::spawn_blocking(move || {
+                ttl2.lock().round(&s2, std::time::Instant::now());
+            });
+            if let Err(e) = freeing.await {
+                eprintln!("the replication backlog's round failed: {e}");
+            }
             if s.engine().sync_policy() == SyncPolicy::EverySec {
                 let s2 = s.clone();
                 let r = tokio::task::spawn_blocking(move || s2.engine().db.flush_wal(true)).await;

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! The stream exists once a replica first asked for it ([`Backlog::activate`]); before,
-//! writers pay one check. From then on every write command holds its keys' locks until
+//! writers pay one check. A master that had no replica for `repl-backlog-ttl` seconds turns
+//! it off again under a new id ([`Backlog::free_unless`]), as redis-server frees its backlog. From then on every write command holds its keys' locks until
 //! its stream entry is appended (`commands::propagation`), and a dataset is taken under
 //! every lock with the stream's end offset: each write is then in the dataset or after
 //! its offset, never both nor neither. Activation waits for the writes that began before
@@ -110,6 +111,9 @@ struct Inner {
     /// How far behind the end a reader may fall before it is dropped.
     hard_limit: u64,
     readers: Vec<Arc<Reader>>,
+    /// Readers registered since the start (the backlog's time to live counts from the last
+    /// replica: [`Backlog::readers_seen`]).
+    registered: u64,
 }
 
 /// A replica reading the stream: where it has read to, kept by its sender.
@@ -218,6 +222,7 @@ impl Default for Backlog {
                 size: 1 << 20,
                 hard_limit: 256 << 20,
                 readers: Vec::new(),
+                registered: 0,
             }),
             end: AtomicU64::new(0),
             ids: Mutex::new(Ids { replid, replid2: None }),
@@ -328,9 +333,11 @@ impl Backlog {
         Entered { slot: Some(s), active: false }
     }
 
-    /// Turns the stream on (once; later calls return at once when it is on) and returns
-    /// when every write that began while it was off has ended. Blocking: call it off the
-    /// async workers, holding no key lock.
+    /// Turns the stream on (later calls return at once while it is on) and returns when
+    /// every write that began while it was off has ended. Blocking: call it off the async
+    /// workers, holding no key lock. The gate may be held (no such write takes it): a dataset
+    /// taken for a replica activates under it, so that no freeing comes in between
+    /// ([`Backlog::free_unless`]).
     pub fn activate(&self) {
         let _one = self.activating.lock();
         if self.active.swap(true, Ordering::SeqCst) {
@@ -463,6 +470,7 @@ impl Backlog {
             wake: tokio::sync::Notify::new(),
         });
         g.readers.push(r.clone());
+        g.registered += 1;
         Ok(r)
     }
 
@@ -471,6 +479,11 @@ impl Backlog {
     /// or `Gone` when this is another history (a reset came) or those bytes were let go.
     pub fn resume(&self, replid: &[u8], at: u64) -> Result<Arc<Reader>, Gone> {
         let mut g = self.inner.lock();
+        // A freed stream ([`Backlog::free_unless`]) is appended to by no write: nothing
+        // to resume, whatever the id.
+        if !self.active.load(Ordering::Acquire) {
+            return Err(Gone::Trimmed);
+        }
         let shared = {
             let ids = self.ids.lock();
             ids.replid.as_bytes() == replid
@@ -483,6 +496,36 @@ impl Backlog {
             return Err(Gone::Trimmed);
         }
         Self::register(&mut g, at)
+    }
+
+    /// Readers reading now, and readers registered since the start.
+    pub fn readers_seen(&self) -> (usize, u64) {
+        let g = self.inner.lock();
+        (g.readers.len(), g.registered)
+    }
+
+    /// Frees the stream (Redis's `repl-backlog-ttl`, on a master that had no replica for
+    /// that long): the stream is off again, as before its first replica, every byte held is
+    /// let go, and it goes on under a new id with no second one, as redis-server does then,
+    /// since writes from here on are in no stream while its end stays: a PSYNC naming
+    /// either id syncs in full. Nothing is done, and false returned, when the stream is off,
+    /// a reader reads it, or `keep` says so (it runs under the gate and before any
+    /// activation may start: the caller's check that the server follows no master).
+    ///
+    /// Holds the gate, then the activation's lock: a dataset taken for a replica activates
+    /// the stream under the gate ([`Backlog::activate`]'s callers), so no dataset is taken
+    /// between its activation and its reader's registration with the stream freed.
+    pub fn free_unless(&self, keep: impl FnOnce() -> bool) -> bool {
+        let _gate = self.gate.lock();
+        let _one = self.activating.lock();
+        let mut g = self.inner.lock();
+        if !self.active.load(Ordering::Acquire) || !g.readers.is_empty() || keep() {
+            return false;
+        }
+        self.active.store(false, Ordering::SeqCst);
+        *self.ids.lock() = Ids { replid: new_replid(), replid2: None };
+        Self::drop_all(&mut g);
+        true
     }
 
     /// Unregisters `r`.
@@ -577,6 +620,7 @@ mod tests {
     #[test]
     fn an_adopted_stream_takes_the_masters_id_and_offsets() {
         let b = Backlog::default();
+        b.activate();
         let r = b.reader(0).unwrap();
         b.append(&[item(0, &["SET", "a", "1"])], false);
         b.adopt("m", 1000, Some(3));
@@ -593,6 +637,7 @@ mod tests {
     #[test]
     fn a_shifted_id_resumes_the_old_history_up_to_where_it_ended() {
         let b = Backlog::default();
+        b.activate();
         b.adopt("old", 100, None);
         b.append_bytes(b"*1\r\n$4\r\nPING\r\n", 0);
         let end = b.offset();
@@ -621,6 +666,7 @@ mod tests {
     #[test]
     fn a_reset_drops_the_readers_and_takes_a_new_id() {
         let b = Backlog::default();
+        b.activate();
         let r = b.reader(0).unwrap();
         b.append(&[item(0, &["SET", "a", "1"])], false);
         let (id, end) = (b.replid(), b.offset());
@@ -702,5 +748,33 @@ mod tests {
         t.join().unwrap();
         assert!(done.load(Ordering::SeqCst));
         assert!(b.enter().active());
+    }
+
+    #[test]
+    fn a_freed_stream_is_off_under_a_new_id_and_resumes_nothing() {
+        let b = Backlog::default();
+        assert!(!b.free_unless(|| false), "off already");
+        b.activate();
+        b.append(&[item(0, &["SET", "a", "1"])], false);
+        let r = b.reader(0).unwrap();
+        assert_eq!(b.readers_seen(), (1, 1));
+        assert!(!b.free_unless(|| false), "a replica reads it");
+        b.forget_reader(&r);
+        assert!(!b.free_unless(|| true), "the caller keeps it");
+        b.shift_id(Some("before".into()));
+        let (old, end) = (b.replid(), b.offset());
+        assert!(b.free_unless(|| false));
+        assert!(!b.is_active() && !b.enter().active(), "writes append nothing");
+        assert!(b.replid() != old && b.replid2().is_none());
+        assert_eq!((b.offset(), b.held(), b.selected()), (end, (end, 0), None));
+        assert!(b.resume(old.as_bytes(), end).is_err() && b.resume(b"before", 1).is_err());
+        let now = b.replid();
+        assert!(b.resume(now.as_bytes(), end).is_err(), "not even under the new id");
+        // A replica later: the stream goes on from its end.
+        b.activate();
+        let r = b.reader(end).unwrap();
+        b.append(&[item(1, &["DEL", "x"])], false);
+        assert!(String::from_utf8_lossy(&b.read(&r, 1 << 20).unwrap()).starts_with("*2\r\n$6"));
+        assert_eq!(b.readers_seen(), (1, 2));
     }
 }

@@ -88,10 +88,12 @@ async fn run(
         let sh = sh.clone();
         tokio::task::spawn_blocking(move || {
             let engine = sh.engine();
-            engine.backlog.activate();
             // A replica's link applies its master's commands under the gate; then the
-            // databases' map, then every key (a writer's order).
+            // databases' map, then every key (a writer's order). The stream is turned on
+            // under the gate, which a freeing of it takes too (`Backlog::free_unless`): it
+            // stays on until this reader is registered.
             let _gate = engine.backlog.gate();
+            engine.backlog.activate();
             let _pin = sh.dbs.pin(false);
             let _all = engine.locks.lock_all();
             let mut moment = dataset::moment_pinned(&sh);

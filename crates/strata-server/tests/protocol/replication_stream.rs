@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::redis_peer::{contents, redis_server};
 use crate::common::{
-    info_field, key_reaches, replication_reaches, wait_blocked, Raw, Reply, Rng, Server,
+    follow, info_field, key_reaches, replication_reaches, wait_blocked, Raw, Reply, Rng, Server,
 };
 
 /// A raw replica's connection: SYNC sent, the RDB read past.
@@ -478,6 +478,41 @@ fn an_exec_is_judged_by_its_commands_and_a_transaction_that_made_it_a_replica_st
     c.cmd(&["SET", "end", "1"]);
     repl.expect(&[&["select", "0"], &["set", "end", "1"]]);
     assert_eq!(c.cmd(&["GET", "foo5"]), Reply::Null);
+}
+
+#[test]
+fn a_master_without_replicas_for_repl_backlog_ttl_frees_its_stream_and_a_replica_syncs_in_full() {
+    let master = Server::start(&[]);
+    let replica = Server::start(&[]);
+    let (mut m, mut r) = (master.raw(), replica.raw());
+    m.cmd(&["CONFIG", "SET", "repl-backlog-ttl", "1"]);
+    r.cmd(&["CONFIG", "SET", "repl-backlog-ttl", "1"]);
+    follow(&mut r, master.port);
+    m.cmd(&["SET", "a", "1"]);
+    key_reaches(&mut r, "0", "a", Reply::bulk("1"));
+    // Followed for longer than the time to live: a replica's stream stays.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(info_field(&mut m, "replication", "repl_backlog_active"), "1");
+    assert_eq!(info_field(&mut r, "replication", "repl_backlog_active"), "1");
+    let old = info_field(&mut m, "replication", "master_replid");
+    let end = info_field(&mut m, "replication", "master_repl_offset");
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), Reply::Simple("OK".into()));
+    // Alone for a second: the master frees it under a new id, its end kept.
+    replication_reaches(&mut m, "repl_backlog_active", "0");
+    assert_ne!(info_field(&mut m, "replication", "master_replid"), old);
+    assert_eq!(info_field(&mut m, "replication", "master_replid2"), "0".repeat(40));
+    assert_eq!(info_field(&mut m, "replication", "master_repl_offset"), end);
+    m.cmd(&["SET", "b", "2"]);
+    assert_eq!(info_field(&mut m, "replication", "master_repl_offset"), end, "in no stream");
+    // The replica, back, asks to resume the master's old history: a full sync, then the
+    // stream again.
+    follow(&mut r, master.port);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "2");
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "0");
+    key_reaches(&mut r, "0", "b", Reply::bulk("2"));
+    m.cmd(&["SET", "c", "3"]);
+    key_reaches(&mut r, "0", "c", Reply::bulk("3"));
+    assert_eq!(info_field(&mut m, "replication", "repl_backlog_active"), "1");
 }
 
 #[test]
