@@ -5,7 +5,7 @@
 #
 #   bash bench/redis-tests.sh --redis-src DIR [--units "unit/multi unit/type/incr ..."]
 #                             [--server-bin PATH] [--out DIR] [--no-redis] [--port N]
-#                             [--singledb] [--acl] [--debug]
+#                             [--singledb] [--acl] [--debug] [--integration]
 #
 # DIR is a Redis 7.0 source tree (its tests/ and the test helper; nothing is fetched here):
 #   git clone --depth 1 --branch 7.0.15 https://github.com/redis/redis /tmp/redis-7.0.15
@@ -23,7 +23,13 @@
 # repository) and runs them as two more units. --debug starts both servers with
 # `enable-debug-command yes` and runs the tests tagged needs:debug too (DEBUG RELOAD, DIGEST,
 # PROTOCOL, OBJECT, ...), which are otherwise left out. Needs tclsh (apt-get install -y tcl); without it, or without DIR's test helper, the script
-# says so and exits 0 ("skipped"). Each unit gets at most 300 s on each server. Output in
+# says so and exits 0 ("skipped").
+# --integration runs the suite's replication units instead (integration/replication*,
+# psync2*, failover, block-repl; --units picks others), which start their own servers from
+# the tree's src/redis-server: the script copies DIR's tests/ to a scratch tree whose
+# src/redis-server runs strata-server (its log on stdout, with the " PID: " line the helper
+# waits for) or the installed redis-server, and src/redis-cli and src/redis-benchmark the
+# installed ones. Each unit gets at most 300 s on each server. Output in
 # --out (default bench/out/redis-tests-<time>): <server>-<unit>.log and summary.txt. The
 # servers listen on --port (default 7411), one after the other.
 set -euo pipefail
@@ -42,10 +48,12 @@ port=7411
 singledb=""
 acl=0
 debug=0
+integration=0
+units_set=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --redis-src) src=$2; shift 2 ;;
-    --units) units=$2; shift 2 ;;
+    --units) units=$2; units_set=1; shift 2 ;;
     --server-bin) server_bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-redis) with_redis=0; shift ;;
@@ -53,7 +61,8 @@ while [ $# -gt 0 ]; do
     --singledb) singledb=--singledb; shift ;;
     --acl) acl=1; shift ;;
     --debug) debug=1; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --integration) integration=1; shift ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "redis-tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -75,6 +84,12 @@ if [ "$acl" = 1 ]; then
          { print }' "$src/tests/unit/$u.tcl" > "$src/tests/unit/strata-$u-external.tcl"
     units="$units unit/strata-$u-external"
   done
+fi
+if [ "$integration" = 1 ] && [ "$units_set" = 0 ]; then
+  units="integration/replication integration/replication-2 integration/replication-3 \
+integration/replication-4 integration/replication-psync integration/replication-buffer \
+integration/block-repl integration/psync2 integration/psync2-reg integration/psync2-pingoff \
+integration/psync2-master-restart integration/failover"
 fi
 if [ -z "$server_bin" ]; then
   cargo build --release -p strata-server >&2
@@ -127,16 +142,39 @@ skips=(--skiptest "BRPOPLPUSH with multiple blocked clients")
 strata_skips=(--skiptest "Keyspace notifications: evicted events"
   --skiptest "Tracking invalidation message of eviction keys should be before response")
 
-# run <name> <unit>: the unit against the running server; prints "ok err exception ignored".
+# tree <name>: the scratch tree whose src/redis-server is that server (--integration).
+tree() {
+  local t=$work/tree
+  if [ ! -d "$t/tests" ]; then
+    mkdir -p "$t/src" && cp -r "$src/tests" "$t/" && rm -rf "$t/tests/tmp" && mkdir "$t/tests/tmp"
+    ln -sf "$(command -v redis-cli)" "$t/src/redis-cli"
+    ln -sf "$(command -v redis-benchmark)" "$t/src/redis-benchmark"
+  fi
+  case "$1" in
+    strata) printf '#!/bin/sh\necho "strata-server under the test helper, PID: $$"\nexec "%s" "$@" 2>&1\n' \
+              "$server_bin" > "$t/src/redis-server" ;;
+    redis) printf '#!/bin/sh\nexec "%s" "$@"\n' "$(command -v redis-server)" > "$t/src/redis-server" ;;
+  esac
+  chmod +x "$t/src/redis-server"
+}
+
+# run <name> <unit>: the unit against the running server (--integration: against the
+# servers it starts); prints "ok err exception ignored".
 run() {
   local log="$out/$1-${2//\//_}.log"
   local extra=()
   if [ "$1" = strata ]; then extra=("${strata_skips[@]}"); fi
-  (cd "$src" && timeout 300 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
-     --single "$2" --durable $singledb --clients 1 "${skips[@]}" \
-     "${extra[@]}" \
-     --tags "$tags" \
-     > "$log" 2>&1) || true
+  if [ "$integration" = 1 ]; then
+    tree "$1"
+    (cd "$work/tree" && timeout -k 10 300 tclsh tests/test_helper.tcl --single "$2" --durable \
+       --clients 1 --timeout 120 > "$log" 2>&1) || true
+  else
+    (cd "$src" && timeout 300 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
+       --single "$2" --durable $singledb --clients 1 "${skips[@]}" \
+       "${extra[@]}" \
+       --tags "$tags" \
+       > "$log" 2>&1) || true
+  fi
   sed -i 's/\x1b\[[0-9;]*m//g' "$log"
   local ok err exc ign
   ok=$(grep -c '^\[ok\]' "$log" || true)
@@ -150,7 +188,8 @@ servers="strata"
 if [ "$with_redis" = 1 ] && command -v redis-server >/dev/null; then servers="strata redis"; fi
 summary=$out/summary.txt
 {
-  echo "Redis test suite ($(cd "$src" && git describe --tags 2>/dev/null || echo "$src")), external mode"
+  mode="external mode"; [ "$integration" = 1 ] && mode="integration units, servers the helper starts"
+  echo "Redis test suite ($(cd "$src" && git describe --tags 2>/dev/null || echo "$src")), $mode"
   printf '%-22s' unit; for s in $servers; do printf ' | %-22s' "$s ok/err/exc (ign)"; done; echo
 } > "$summary"
 declare -A total=()
@@ -158,7 +197,7 @@ for u in $units; do
   if [ ! -f "$src/tests/$u.tcl" ]; then echo "redis-tests.sh: no $u in $src/tests" >&2; continue; fi
   line=$(printf '%-22s' "$u")
   for s in $servers; do
-    start "$s"
+    [ "$integration" = 1 ] || start "$s"
     read -r ok err exc ign < <(run "$s" "$u")
     line="$line | $(printf '%-22s' "$ok/$err/$exc ($ign)")"
     total[$s]=$(( ${total[$s]:-0} + ok ))

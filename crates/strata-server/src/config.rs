@@ -38,6 +38,14 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("busy-reply-threshold", "lua-time-limit"),
     ("min-replicas-to-write", "min-slaves-to-write"),
     ("min-replicas-max-lag", "min-slaves-max-lag"),
+    ("replica-read-only", "slave-read-only"),
+    ("replica-serve-stale-data", "slave-serve-stale-data"),
+    ("replica-ignore-maxmemory", "slave-ignore-maxmemory"),
+    ("replica-lazy-flush", "slave-lazy-flush"),
+    ("replica-priority", "slave-priority"),
+    ("replica-announce-ip", "slave-announce-ip"),
+    ("replica-announce-port", "slave-announce-port"),
+    ("repl-ping-replica-period", "repl-ping-slave-period"),
 ];
 
 /// The parameter a name sets: an older alias names its Redis 7.0 parameter ([`ALIASES`]).

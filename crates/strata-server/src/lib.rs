@@ -149,11 +149,19 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     if running.is_none() {
         let restored = storage::repl_ids::restore(sh.engine(), &sh.engine().backlog)
             .map_err(|e| format!("cannot read the replication ids: {e}"))?;
-        if let Some(ids) = restored {
+        if let Some(ids) = &restored {
             println!("Resuming replication id {} at offset {}", ids.replid, ids.end);
         }
+        replicaof::install(&sh)?;
+        // A master goes on under a new id, the kept one its second up to the kept end, as
+        // redis-server 7.0 shifts the id its RDB kept: its replicas resume under the old one,
+        // and no other server's history is taken for its own. A replica keeps its master's.
+        if restored.is_some() && !sh.master_link.following() {
+            sh.engine().backlog.shift_id(None);
+        }
+    } else {
+        replicaof::install(&sh)?;
     }
-    replicaof::install(&sh)?;
     server::tasks::start(&sh);
     println!(
         "strata-server {} on {}:{port}, data in {}, appendfsync {}",

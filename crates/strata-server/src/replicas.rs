@@ -53,6 +53,8 @@ pub struct Replicas {
     pub full_syncs: AtomicU64,
     /// Partial resynchronizations accepted (INFO's `sync_partial_ok`).
     pub partial_syncs: AtomicU64,
+    /// PSYNCs naming a history that got a full resynchronization (`sync_partial_err`).
+    pub partial_refused: AtomicU64,
 }
 
 impl Replicas {

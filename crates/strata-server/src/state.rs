@@ -754,6 +754,9 @@ pub struct SyncRequest {
     /// PSYNC's replication id and offset: the stream alone is sent from there if that
     /// history is this server's and its bytes are still held.
     pub resume: Option<(Vec<u8>, u64)>,
+    /// PSYNC named a history (an id other than `?`): a full sync instead is a partial one
+    /// refused (INFO's `sync_partial_err`, as Redis counts it).
+    pub named: bool,
     /// The replica's `listening-port`.
     pub port: u16,
 }

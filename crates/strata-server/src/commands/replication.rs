@@ -189,6 +189,7 @@ Raft (docs/replication.md)"
         functions: !filtered || c.replconf.functions,
         stream,
         resume,
+        named: psync && a[1] != b"?",
         port: c.replconf.listening_port,
     });
     // No reply: the transfer is the answer; the connection is the replica's from now on.

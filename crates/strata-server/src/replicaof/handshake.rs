@@ -77,13 +77,21 @@ pub fn run(sh: &Shared, link: &LinkState, wire: &mut Wire) -> Result<Sync, LinkE
 /// followed a master before (the master's stream, as it came) or was a master itself (a
 /// failover: the new master knows this stream as its second id); or `?` and -1 for a full
 /// sync when the stream is off (it never had a replica nor followed a master since it
-/// started, so its end does not count its writes).
+/// started, so its end does not count its writes). Under the second id while nothing was
+/// added since the shift that made it the second (the same bytes under either name): a
+/// server restarted as a master, or promoted, that follows its old master again before it
+/// wrote resumes there, where that master knows only the second.
 fn resume_point(sh: &Shared) -> (String, i64) {
     let backlog = &sh.engine().backlog;
     if !backlog.is_active() {
         return ("?".into(), -1);
     }
-    (backlog.replid(), backlog.offset() as i64)
+    let end = backlog.offset();
+    let id = match backlog.replid2() {
+        Some((second_id, second)) if end < second => second_id,
+        _ => backlog.replid(),
+    };
+    (id, end as i64)
 }
 
 /// The master's answer to PSYNC.

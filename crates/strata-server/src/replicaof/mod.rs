@@ -158,7 +158,7 @@ fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
             Err(e) => {
                 let why = match e {
                     LinkError::Stopped => "the link was stopped".to_string(),
-                    LinkError::Failed(e) => format!("the target refused it: {e}"),
+                    LinkError::Failed(e) => format!("Failover target rejected psync request ({e})"),
                 };
                 crate::commands::failover::abort(sh, &why, false);
                 return Err(LinkError::Stopped);

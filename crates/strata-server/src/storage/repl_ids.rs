@@ -1,7 +1,8 @@
 //! The replication stream's id and end kept across a clean restart, as redis-server keeps
 //! them in the RDB its shutdown saves: a replica restarted with SHUTDOWN or SIGTERM asks its
-//! master to resume (PSYNC <id> <end+1>), and a master restarted so resumes its replicas,
-//! instead of a full sync each (`storage::backlog`).
+//! master to resume (PSYNC <id> <end+1>), and a master restarted so resumes its replicas
+//! (under a new id, the kept one its second: `lib.rs`), instead of a full sync each
+//! (`storage::backlog`).
 //!
 //! ```text
 //! record:  key "replication" in the `server` family

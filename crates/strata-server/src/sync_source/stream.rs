@@ -84,6 +84,10 @@ async fn run(
             return stream(sh, sock, client, reader).await;
         }
     }
+    if req.named {
+        sh.replicas.partial_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        eprintln!("Partial resynchronization request from client {client} not accepted: full sync");
+    }
     let taken = {
         let sh = sh.clone();
         tokio::task::spawn_blocking(move || {

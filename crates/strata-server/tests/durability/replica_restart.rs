@@ -108,10 +108,20 @@ fn a_clean_restart_resumes_replication_and_a_killed_replica_syncs_in_full() {
     key_reaches(&mut r, "2", "c", Reply::bulk("3"));
     key_reaches(&mut r, "0", "a", Reply::bulk("1"));
 
+    let (id, end) = (
+        info_field(&mut m, "replication", "master_replid"),
+        info_field(&mut m, "replication", "master_repl_offset"),
+    );
     master.stop();
     let mdir = master.keep_dir();
     let master = Server::start_in(mdir.path(), &[]);
     let mut m = master.raw();
+    // A master goes on under a new id, the kept one its second (as redis-server 7.0).
+    assert_ne!(info_field(&mut m, "replication", "master_replid"), id);
+    assert_eq!(info_field(&mut m, "replication", "master_replid2"), id);
+    let second = (end.parse::<u64>().unwrap() + 1).to_string();
+    assert_eq!(info_field(&mut m, "replication", "second_repl_offset"), second);
+    assert_eq!(info_field(&mut m, "replication", "master_repl_offset"), end);
     follow(&mut r, master.port);
     assert_eq!(info_field(&mut r, "replication", "repl_partial_syncs"), "1");
     assert_eq!(info_field(&mut m, "stats", "sync_full"), "0");

@@ -509,6 +509,7 @@ fn a_master_without_replicas_for_repl_backlog_ttl_frees_its_stream_and_a_replica
     follow(&mut r, master.port);
     assert_eq!(info_field(&mut m, "stats", "sync_full"), "2");
     assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "0");
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_err"), "1", "the PSYNC named one");
     key_reaches(&mut r, "0", "b", Reply::bulk("2"));
     m.cmd(&["SET", "c", "3"]);
     key_reaches(&mut r, "0", "c", Reply::bulk("3"));
