@@ -10,7 +10,7 @@ use crate::filing::Filing;
 use crate::routing::Route;
 use crate::state::Shared;
 use crate::storage::SyncPolicy;
-use crate::sync_source::backlog_ttl::BacklogTtl;
+use crate::sync_source::cron::ReplicationCron;
 use crate::types::expiry::{delete_due, expire_slice, Slice};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -555,17 +555,17 @@ pub fn start(sh: &Arc<Shared>) {
     let s = sh.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
-        let ttl = Arc::new(parking_lot::Mutex::new(BacklogTtl::default()));
+        let cron = Arc::new(parking_lot::Mutex::new(ReplicationCron::default()));
         loop {
             tick.tick().await;
             // Off the async workers: freeing the stream waits for its gate. A panic ends
             // this round only.
-            let (s2, ttl2) = (s.clone(), ttl.clone());
-            let freeing = tokio::task::spawn_blocking(move || {
-                ttl2.lock().round(&s2, std::time::Instant::now());
+            let (s2, cron2) = (s.clone(), cron.clone());
+            let round = tokio::task::spawn_blocking(move || {
+                cron2.lock().round(&s2, std::time::Instant::now());
             });
-            if let Err(e) = freeing.await {
-                eprintln!("the replication backlog's round failed: {e}");
+            if let Err(e) = round.await {
+                eprintln!("the replication cron's round failed: {e}");
             }
             if s.engine().sync_policy() == SyncPolicy::EverySec {
                 let s2 = s.clone();

@@ -15,7 +15,7 @@
 //! still at it. A reader that leaves stops the writing at the next key. For the RDB alone,
 //! `+FULLRESYNC`'s id is all zeros and its offset 0 (no stream follows).
 
-pub mod backlog_ttl;
+pub mod cron;
 pub mod dataset;
 pub mod stream;
 

@@ -8,8 +8,8 @@
 //! otherwise:   +FULLRESYNC <replid> <end>\r\n  (PSYNC; nothing for SYNC)
 //!              the RDB as `super` sends it (its length first), then the stream from <end>
 //! replica -> master, any time:  REPLCONF ACK <offset> [FACK <aof offset>]
-//! master -> replica, in the stream: PING every repl-ping-replica-period seconds (not from
-//!              a replica: its stream is its master's as it came, `storage::backlog`)
+//! master -> replica, in the stream: PING every repl-ping-replica-period seconds (`cron`;
+//!              not from a replica: its stream is its master's as it came, `storage::backlog`)
 //! ```
 //!
 //! The dataset is taken holding the backlog's gate (a replica's link applies and adds its
@@ -19,7 +19,6 @@
 //! (`client-output-buffer-limit replica`'s hard limit), or the server stops.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -162,8 +161,6 @@ async fn stream(
     let (mut rd, mut wr) = sock.split();
     let mut input: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 4096];
-    let mut ping = tokio::time::interval(ping_period(sh));
-    ping.tick().await;
     loop {
         loop {
             let bytes = backlog.read(&reader, CHUNK).map_err(|_| {
@@ -186,28 +183,8 @@ async fn stream(
                 input.extend_from_slice(&buf[..n]);
                 take_acks(sh, client, &mut input)?;
             }
-            _ = ping.tick() => {
-                // A replica's stream is its master's, PINGs included (Redis's replicas ping
-                // no one).
-                if !sh.master_link.following() {
-                    backlog.append_raw(&[b"PING"]);
-                }
-                ping = tokio::time::interval(ping_period(sh));
-                ping.tick().await;
-            }
         }
     }
-}
-
-/// `repl-ping-replica-period`, in seconds (at least 1).
-fn ping_period(sh: &Shared) -> Duration {
-    let secs = sh
-        .params
-        .read()
-        .get("repl-ping-replica-period")
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(10);
-    Duration::from_secs(secs.max(1))
 }
 
 /// Takes the replica's whole commands from the front of `input`: `REPLCONF ACK <offset>`

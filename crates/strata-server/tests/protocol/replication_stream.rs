@@ -44,28 +44,34 @@ impl Attached {
     /// The next command of the stream, PINGs skipped.
     fn next(&mut self) -> Vec<String> {
         loop {
-            let mut line = String::new();
-            self.r.read_line(&mut line).unwrap();
-            let n: usize = line
-                .trim_end()
-                .strip_prefix('*')
-                .unwrap_or_else(|| panic!("{line:?}"))
-                .parse()
-                .unwrap();
-            let mut words = Vec::new();
-            for _ in 0..n {
-                let mut l = String::new();
-                self.r.read_line(&mut l).unwrap();
-                let len: usize = l.trim_end().strip_prefix('$').unwrap().parse().unwrap();
-                let mut w = vec![0u8; len + 2];
-                self.r.read_exact(&mut w).unwrap();
-                w.truncate(len);
-                words.push(String::from_utf8_lossy(&w).into_owned());
-            }
+            let words = self.frame();
             if !(words.len() == 1 && words[0].eq_ignore_ascii_case("ping")) {
                 return words;
             }
         }
+    }
+
+    /// The next command of the stream.
+    fn frame(&mut self) -> Vec<String> {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        let n: usize = line
+            .trim_end()
+            .strip_prefix('*')
+            .unwrap_or_else(|| panic!("{line:?}"))
+            .parse()
+            .unwrap();
+        let mut words = Vec::new();
+        for _ in 0..n {
+            let mut l = String::new();
+            self.r.read_line(&mut l).unwrap();
+            let len: usize = l.trim_end().strip_prefix('$').unwrap().parse().unwrap();
+            let mut w = vec![0u8; len + 2];
+            self.r.read_exact(&mut w).unwrap();
+            w.truncate(len);
+            words.push(String::from_utf8_lossy(&w).into_owned());
+        }
+        words
     }
 
     /// The commands of the stream until the server closes the connection (words lower-cased).
@@ -478,6 +484,30 @@ fn an_exec_is_judged_by_its_commands_and_a_transaction_that_made_it_a_replica_st
     c.cmd(&["SET", "end", "1"]);
     repl.expect(&[&["select", "0"], &["set", "end", "1"]]);
     assert_eq!(c.cmd(&["GET", "foo5"]), Reply::Null);
+}
+
+#[test]
+fn one_ping_a_period_goes_to_all_replicas_and_a_new_period_counts_at_once() {
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    let (mut a, mut b) = (attach(s.port), attach(s.port));
+    // The default period (10 s) while they attached; the new one holds from the next round.
+    c.cmd(&["CONFIG", "SET", "repl-ping-replica-period", "1"]);
+    std::thread::sleep(Duration::from_millis(2500));
+    c.cmd(&["SET", "k", "v"]);
+    for r in [&mut a, &mut b] {
+        let mut pings = 0;
+        loop {
+            let f = r.frame();
+            if f[0].eq_ignore_ascii_case("ping") {
+                pings += 1;
+            } else if f[0].eq_ignore_ascii_case("set") {
+                break;
+            }
+        }
+        // Two or three rounds in 2.5 s: one PING each, not one per replica.
+        assert!((1..=3).contains(&pings), "{pings} PINGs");
+    }
 }
 
 #[test]
