@@ -120,6 +120,12 @@ pub struct Flags {
     /// Longest field or value of a compact hash, in bytes.
     #[arg(long)]
     pub hash_max_listpack_value: Option<usize>,
+    /// A Unix socket to accept connections on too (its path; a file there is replaced).
+    #[arg(long)]
+    pub unixsocket: Option<String>,
+    /// The Unix socket's permission bits, in octal (`700`); 0 (the default): the umask's.
+    #[arg(long)]
+    pub unixsocketperm: Option<String>,
     /// Keyspace notifications to publish: Redis's class characters (K E g $ l s h z x e t m
     /// d n A); empty (the default): none.
     #[arg(long)]
@@ -260,6 +266,14 @@ pub fn default_block_cache_size() -> usize {
     }
     let quarter = (pages as u64).saturating_mul(page as u64) / 4;
     usize::try_from(quarter).unwrap_or(MAX).clamp(MIN, MAX)
+}
+
+/// `unixsocketperm`'s mode bits (octal, as Redis reads it), or why not.
+pub fn unix_perm(v: &str) -> Result<u32, String> {
+    u32::from_str_radix(v, 8)
+        .ok()
+        .filter(|m| *m <= 0o777)
+        .ok_or_else(|| format!("unixsocketperm `{v}`: expected octal permission bits such as 700"))
 }
 
 /// The text after `user` of each `user` directive of a config file's text, in order.
@@ -547,6 +561,13 @@ impl Config {
                 .map_err(|why| format!("--enable-debug-command `{v}`: {why}"))?;
             file.insert("enable-debug-command".into(), v.clone());
         }
+        if let Some(v) = &flags.unixsocket {
+            file.insert("unixsocket".into(), v.clone());
+        }
+        if let Some(v) = &flags.unixsocketperm {
+            file.insert("unixsocketperm".into(), v.clone());
+        }
+        unix_perm(file.get("unixsocketperm").map_or("0", String::as_str))?;
         let users: Vec<String> = users.into_iter().chain(flags.users.iter().cloned()).collect();
         let fsync = flags
             .appendfsync

@@ -7,7 +7,7 @@
 //! From the bottom:
 //!
 //! 0. [`resp`]: the wire format (the frame parser, the reply writer); [`slots`]: Redis
-//!    Cluster's key slots (CRC16 and hash tags).
+//!    Cluster's key slots (CRC16 and hash tags); [`socket`]: a client's socket, TCP or Unix.
 //! 1. [`filing`]: the slot (and in cluster mode the partition) that leads every stored key.
 //! 2. [`storage`]: the engine under the types: the DB and its column families, records as
 //!    bytes, batches written under the sync policy, per-key locks, the metadata cache, pop
@@ -65,6 +65,7 @@ pub mod script;
 pub mod server;
 pub mod slots;
 pub mod slowlog;
+pub mod socket;
 pub mod state;
 pub mod storage;
 pub mod sync_source;
@@ -103,6 +104,20 @@ fn command_names(cfg: &config::Config) -> Result<config::renames::Renames, Strin
     })
 }
 
+/// The Unix socket the configuration names (`unixsocket`, `unixsocketperm`), bound.
+fn unix_listener(
+    cfg: &config::Config,
+) -> Result<Option<(tokio::net::UnixListener, String)>, String> {
+    let params = cfg.params();
+    let Some(path) = params.get("unixsocket").filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let perm = config::unix_perm(params.get("unixsocketperm").map_or("0", String::as_str))?;
+    let l = socket::bind_unix(std::path::Path::new(path), perm)
+        .map_err(|e| format!("cannot listen on the Unix socket {path}: {e}"))?;
+    Ok(Some((l, path.clone())))
+}
+
 /// Opens the store, binds, prints the ready line and serves until SIGINT/SIGTERM (or the
 /// SHUTDOWN command), then flushes the DB.
 pub async fn run(cfg: config::Config) -> Result<(), String> {
@@ -120,6 +135,7 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}:{}: {e}", cfg.bind, cfg.port))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let unix = unix_listener(&cfg)?;
     let spec = cluster::spec::ClusterSpec::from_config(&cfg)?;
     let running = match &spec {
         Some(spec) => Some(cluster::start::start(spec, dbs.store(0).clone(), &cfg.dir).await?),
@@ -205,7 +221,10 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
         None
     };
     println!("Ready to accept connections on port {port}");
-    server::listener::serve(sh.clone(), listener, shutdown, threads.as_ref()).await;
+    if let Some((_, path)) = &unix {
+        println!("The server is now ready to accept connections at {path}");
+    }
+    server::listener::serve(sh.clone(), listener, unix, shutdown, threads.as_ref()).await;
     // A script still running stops (SIGTERM, SIGINT or SHUTDOWN: it holds every key lock).
     sh.scripts.stop_for_shutdown();
     // The connections close before the database does.

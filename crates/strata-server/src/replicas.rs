@@ -58,6 +58,14 @@ pub struct Replicas {
 }
 
 impl Replicas {
+    /// CONFIG RESETSTAT: the sync counters start again (INFO's `sync_full`,
+    /// `sync_partial_ok`, `sync_partial_err`), as Redis's do.
+    pub fn reset_stats(&self) {
+        for c in [&self.full_syncs, &self.partial_syncs, &self.partial_refused] {
+            c.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Registers a replica.
     pub fn add(&self, r: Replica) {
         self.list.lock().push(r);
@@ -81,6 +89,11 @@ impl Replicas {
             r.ack = r.ack.max(ack);
             r.ack_at = Instant::now();
         }
+    }
+
+    /// The client ids of the replicas connected now.
+    pub fn ids(&self) -> Vec<u64> {
+        self.list.lock().iter().map(|r| r.id).collect()
     }
 
     /// Whether no replica is connected.

@@ -184,6 +184,8 @@ pub struct ClientEntry {
     /// TYPE master), and its socket, which CLIENT KILL shuts (the link then connects again
     /// and resumes, as a redis-server replica does).
     pub master_link: Option<Arc<std::net::TcpStream>>,
+    /// A connection to the Unix socket (CLIENT LIST's flag `U`).
+    pub unix: bool,
 }
 
 /// What a connection did last and what it holds, written by its connection loop and command

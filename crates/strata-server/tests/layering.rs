@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules by layer, from the bottom. Keep in step with `src/lib.rs`.
 const LAYERS: &[&[&str]] = &[
-    &["resp", "slots"],
+    &["resp", "slots", "socket"],
     &["filing"],
     &["storage"],
     &["types"],

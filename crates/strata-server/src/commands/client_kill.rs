@@ -5,8 +5,9 @@
 //! every connection all its filters match and answers how many: `ID id`, `ADDR ip:port`,
 //! `LADDR ip:port` (the server's end), `TYPE normal|pubsub|master|slave|replica` (a
 //! connection subscribed to anything is `pubsub`; `master` is a replica's link to its master
-//! (REPLICAOF), whose socket is shut: the link connects again and resumes; no connection
-//! here is a replica of this server, so `slave` matches none), `USER name` (the connections authenticated as that ACL
+//! (REPLICAOF), whose socket is shut: the link connects again and resumes; `slave` and
+//! `replica` the connections of this server's replicas, after their SYNC or PSYNC: ended,
+//! the replica connects again and resumes), `USER name` (the connections authenticated as that ACL
 //! user; an unknown user is Redis's error) and `SKIPME yes|no`
 //! (whether this connection is spared; yes unless said).
 //!
@@ -43,15 +44,15 @@ pub fn client_class(name: &[u8]) -> Result<ClientClass, String> {
 }
 
 /// Whether a connection is of class `k`, `master` saying whether it is the replication
-/// link's client and `subscribed` whether it is subscribed to anything
-/// ([`crate::pubsub::PubSub::subscribed`]): `pubsub` when it is, `normal` when neither; no
-/// connection here is a replica.
-pub fn of_class(k: ClientClass, master: bool, subscribed: bool) -> bool {
+/// link's client, `replica` whether it is a replica of this server's
+/// ([`crate::replicas::Replicas::ids`]) and `subscribed` whether it is subscribed to anything
+/// ([`crate::pubsub::PubSub::subscribed`]): `pubsub` when it is, `normal` when none.
+pub fn of_class(k: ClientClass, master: bool, replica: bool, subscribed: bool) -> bool {
     match k {
-        ClientClass::Normal => !subscribed && !master,
+        ClientClass::Normal => !subscribed && !master && !replica,
         ClientClass::Pubsub => subscribed,
         ClientClass::Master => master,
-        ClientClass::Slave => false,
+        ClientClass::Slave => replica,
     }
 }
 
@@ -116,6 +117,7 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
         parse(sh, a)?
     };
     let subscribed = f.class.is_some().then(|| sh.pubsub.subscribed());
+    let replicas = sh.replicas.ids();
     let victims: Vec<u64> = {
         let clients = sh.clients.lock();
         clients
@@ -131,7 +133,7 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
                     && !(f.skipme && id == c.id)
                     && f.class.is_none_or(|k| {
                         let sub = subscribed.as_ref().is_some_and(|s| s.contains(&id));
-                        of_class(k, e.master_link.is_some(), sub)
+                        of_class(k, e.master_link.is_some(), replicas.contains(&id), sub)
                     })
             })
             .map(|(&id, _)| id)

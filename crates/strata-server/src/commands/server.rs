@@ -572,8 +572,12 @@ pub fn client_info(sh: &Shared, id: u64) -> String {
 /// The CLIENT LIST line of connection `id`, its entry `e`.
 fn entry_line(sh: &Shared, id: u64, e: &crate::state::ClientEntry) -> String {
     let (tracking, redir) = super::client_tracking::list_fields(sh, id);
-    // Redis's order: M (its master's link), b (blocked), the tracking letters, e.
+    // Redis's order: S (a replica of this server), M (its master's link), b (blocked), the
+    // tracking letters, U, e.
     let mut flags = String::new();
+    if sh.replicas.ids().contains(&id) {
+        flags.push('S');
+    }
     if e.master_link.is_some() {
         flags.push('M');
     }
@@ -581,6 +585,9 @@ fn entry_line(sh: &Shared, id: u64, e: &crate::state::ClientEntry) -> String {
         flags.push('b');
     }
     flags.push_str(&tracking);
+    if e.unix {
+        flags.push('U');
+    }
     if e.no_evict {
         flags.push('e');
     }
@@ -604,6 +611,7 @@ fn client_list(sh: &Shared, filter: &[Vec<u8>]) -> Result<String, CmdError> {
         _ => return Err(SYNTAX.into()),
     };
     let subscribed = class.map(|_| sh.pubsub.subscribed());
+    let replicas = sh.replicas.ids();
     let cl = sh.clients.lock();
     let ids = named.unwrap_or_else(|| {
         let mut ids: Vec<u64> = cl.keys().copied().collect();
@@ -611,7 +619,8 @@ fn client_list(sh: &Shared, filter: &[Vec<u8>]) -> Result<String, CmdError> {
         let subscribed = |id| subscribed.as_ref().is_some_and(|s| s.contains(&id));
         ids.retain(|&id| {
             let master = cl.get(&id).is_some_and(|e| e.master_link.is_some());
-            class.is_none_or(|k| super::client_kill::of_class(k, master, subscribed(id)))
+            let replica = replicas.contains(&id);
+            class.is_none_or(|k| super::client_kill::of_class(k, master, replica, subscribed(id)))
         });
         ids
     });
@@ -1016,6 +1025,7 @@ pub fn config(sh: &Shared, _: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
     } else if is(sub, "resetstat") {
         sh.stats.reset();
         sh.notifier.reset_expired();
+        sh.replicas.reset_stats();
         out.ok();
     } else if is(sub, "help") && a.len() == 2 {
         let help = [

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
+use crate::socket::{Sock, StdSock};
 use tokio::sync::oneshot;
 
 /// Yields of its CPU a connection thread makes before it parks (module doc).
@@ -95,13 +95,9 @@ impl ConnThreads {
 
     /// Serves `sock` with `serve` on the thread with the fewest live connections (the first
     /// of them on a tie); returns the handle that ends that task.
-    pub fn spawn<F, Fut>(
-        &self,
-        sock: std::net::TcpStream,
-        serve: F,
-    ) -> Option<tokio::task::AbortHandle>
+    pub fn spawn<F, Fut>(&self, sock: StdSock, serve: F) -> Option<tokio::task::AbortHandle>
     where
-        F: FnOnce(TcpStream) -> Fut + Send + 'static,
+        F: FnOnce(Sock) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let t = self.threads.iter().min_by_key(|t| t.live.load(Ordering::Relaxed))?;
@@ -110,7 +106,7 @@ impl ConnThreads {
         let task = t.handle.spawn(async move {
             let _live = live;
             // Registered with this thread's runtime (the listener's accepted it).
-            match TcpStream::from_std(sock) {
+            match sock.into_async() {
                 Ok(s) => serve(s).await,
                 Err(e) => eprintln!("cannot serve an accepted connection: {e}"),
             }
@@ -147,7 +143,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Echoes one line back, then waits for the client to close.
-    async fn echo(mut s: TcpStream) {
+    async fn echo(mut s: Sock) {
         let mut buf = [0u8; 64];
         let n = s.read(&mut buf).await.unwrap_or(0);
         let _ = s.write_all(&buf[..n]).await;
@@ -164,7 +160,7 @@ mod tests {
             let mut c = std::net::TcpStream::connect(addr).unwrap();
             let (s, _) = listener.accept().unwrap();
             s.set_nonblocking(true).unwrap();
-            threads.spawn(s, echo);
+            threads.spawn(StdSock::Tcp(s), echo);
             use std::io::{Read, Write};
             c.write_all(&[b'a' + i]).unwrap();
             let mut b = [0u8; 1];

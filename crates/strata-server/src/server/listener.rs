@@ -23,13 +23,14 @@ use super::conn_threads::ConnThreads;
 use crate::blocked::{Cancel, Outcome};
 use crate::commands;
 use crate::resp::{parse_command, Out, ParseOutcome};
+use crate::socket::Sock;
 use crate::state::{self, Activity, BlockedOn, ClientEntry, Conn, Figure, ReplyMode, Shared};
 use crate::storage::pending;
 use crate::types::notify;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, UnixListener};
 
 /// Accepts connections until `shutdown` resolves: each is served on one of `threads` when
 /// given (`conn_threads`), else as a task of the calling runtime. A listener CONFIG SET
@@ -38,6 +39,7 @@ use tokio::net::{TcpListener, TcpStream};
 pub async fn serve(
     sh: Arc<Shared>,
     mut listener: TcpListener,
+    unix: Option<(UnixListener, String)>,
     shutdown: impl std::future::Future<Output = ()>,
     threads: Option<&ConnThreads>,
 ) {
@@ -45,47 +47,70 @@ pub async fn serve(
     let (tx, mut handed) = tokio::sync::mpsc::unbounded_channel();
     *sh.new_listener.lock() = Some(tx);
     loop {
-        tokio::select! {
+        let accepted = tokio::select! {
             () = &mut shutdown => break,
-            Some(l) = handed.recv() => match TcpListener::from_std(l) {
-                Ok(l) => listener = l,
-                Err(e) => eprintln!("cannot listen on the new port: {e}"),
-            },
-            acc = listener.accept() => match acc {
-                Ok((sock, addr)) => {
-                    let _ = sock.set_nodelay(true);
-                    let sh = sh.clone();
-                    let addr = addr.to_string();
-                    // The task learns its own abort handle (CLIENT KILL) before it registers.
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    let serve = move |s| async move {
-                        if let Ok(kill) = rx.await {
-                            handle(sh, s, addr, kill).await;
-                        }
-                    };
-                    let kill = match threads {
-                        None => Some(tokio::spawn(serve(sock)).abort_handle()),
-                        Some(threads) => match sock.into_std() {
-                            Ok(sock) => threads.spawn(sock, serve),
-                            Err(e) => {
-                                eprintln!("cannot hand over an accepted connection: {e}");
-                                None
-                            }
-                        },
-                    };
-                    if let Some(kill) = kill {
-                        let _ = tx.send(kill);
-                    }
+            Some(l) = handed.recv() => {
+                match TcpListener::from_std(l) {
+                    Ok(l) => listener = l,
+                    Err(e) => eprintln!("cannot listen on the new port: {e}"),
                 }
-                Err(e) => {
-                    eprintln!("accept failed: {e}");
-                    // Out of descriptors and the like: back off briefly.
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
+                continue;
+            }
+            acc = listener.accept() => acc.map(|(sock, _)| {
+                let _ = sock.set_nodelay(true);
+                Sock::Tcp(sock)
+            }),
+            acc = accept_unix(unix.as_ref()) => acc,
+        };
+        match accepted {
+            Ok(sock) => start_connection(&sh, sock, threads),
+            Err(e) => {
+                eprintln!("accept failed: {e}");
+                // Out of descriptors and the like: back off briefly.
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
         }
     }
     sh.new_listener.lock().take();
+    if let Some((_, path)) = unix {
+        // As redis-server removes its socket file when it exits.
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// The Unix socket's next connection; without one, never.
+async fn accept_unix(unix: Option<&(UnixListener, String)>) -> std::io::Result<Sock> {
+    match unix {
+        Some((l, path)) => l.accept().await.map(|(s, _)| Sock::Unix(s, path.clone())),
+        None => std::future::pending().await,
+    }
+}
+
+/// Serves an accepted connection: on a connection thread, or a task of the runtime (cluster
+/// mode).
+fn start_connection(sh: &Arc<Shared>, sock: Sock, threads: Option<&ConnThreads>) {
+    let sh = sh.clone();
+    let addr = sock.peer_name();
+    // The task learns its own abort handle (CLIENT KILL) before it registers.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let serve = move |s| async move {
+        if let Ok(kill) = rx.await {
+            handle(sh, s, addr, kill).await;
+        }
+    };
+    let kill = match threads {
+        None => Some(tokio::spawn(serve(sock)).abort_handle()),
+        Some(threads) => match sock.into_std() {
+            Ok(sock) => threads.spawn(sock, serve),
+            Err(e) => {
+                eprintln!("cannot hand over an accepted connection: {e}");
+                None
+            }
+        },
+    };
+    if let Some(kill) = kill {
+        let _ = tx.send(kill);
+    }
 }
 
 /// Runs a batch of frames of a cluster-mode connection, one at a time: each command's
@@ -365,7 +390,7 @@ async fn wait_blocked(
     sh: &Shared,
     id: u64,
     on: BlockedOn,
-    sock: &mut TcpStream,
+    sock: &mut Sock,
     buf: &mut Vec<u8>,
 ) -> Option<Outcome> {
     let BlockedOn { mut rx, deadline, .. } = on;
@@ -454,7 +479,7 @@ impl Drop for Registration {
 
 /// Writes the replies gathered in `out` to the client and empties it; `false` when the
 /// client is gone.
-async fn send_replies(sock: &mut TcpStream, out: &mut Out) -> bool {
+async fn send_replies(sock: &mut Sock, out: &mut Out) -> bool {
     if out.buf.is_empty() {
         return true;
     }
@@ -468,7 +493,7 @@ const READ_ROOM: usize = 16 * 1024;
 
 /// Reads what the client sent into `buf`. A buffer let go of (an idle connection's,
 /// `let_go_when_idle`) takes memory again only once data is there.
-async fn read_some(sock: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+async fn read_some(sock: &mut Sock, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     if buf.capacity() == 0 {
         sock.readable().await?;
     }
@@ -510,16 +535,16 @@ fn fit_read_buffer(figures: &Activity, buf: &mut Vec<u8>) {
     figures.read_buffer(buf.len(), buf.capacity());
 }
 
-async fn handle(
-    sh: Arc<Shared>,
-    mut sock: TcpStream,
-    addr: String,
-    kill: tokio::task::AbortHandle,
-) {
-    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+async fn handle(sh: Arc<Shared>, mut sock: Sock, addr: String, kill: tokio::task::AbortHandle) {
+    let laddr = sock.local_name();
     let activity = Arc::new(Activity::default());
     let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
     let mut registration = Registration::new(&sh, addr, laddr, fd, Some(kill), activity.clone());
+    if sock.is_unix() {
+        if let Some(e) = sh.clients.lock().get_mut(&registration.id) {
+            e.unix = true;
+        }
+    }
     let id = registration.id;
     let mut conn = Conn::new(id, sh.default_user_open());
     conn.user = Some(sh.acl.default_user());

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::socket::Sock;
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use crate::state::{Shared, SyncRequest};
 use dataset::Contents;
@@ -39,12 +39,12 @@ const CHUNK: usize = 256 * 1024;
 
 /// Carries the transfer `req` on `sock` (the connection's), saying on stderr how it went:
 /// the RDB alone, or a replica's dataset and stream (`stream`).
-pub async fn serve(sh: &Arc<Shared>, sock: &mut TcpStream, client: u64, req: SyncRequest) {
+pub async fn serve(sh: &Arc<Shared>, sock: &mut Sock, client: u64, req: SyncRequest) {
     if req.stream {
         stream::serve(sh, sock, client, req).await;
         return;
     }
-    let who = sock.peer_addr().map_or_else(|_| "?".to_string(), |a| a.to_string());
+    let who = sock.peer_name();
     eprintln!("Replica {who} (client {client}) asks for the RDB alone");
     let resync = req.psync.then(|| format!("+FULLRESYNC {} 0\r\n", "0".repeat(40)));
     match transfer(sh, sock, client, &req, resync, None).await {
@@ -59,7 +59,7 @@ pub async fn serve(sh: &Arc<Shared>, sock: &mut TcpStream, client: u64, req: Syn
 /// `None`) on `sock`: the bytes and keys sent.
 async fn transfer(
     sh: &Arc<Shared>,
-    sock: &mut TcpStream,
+    sock: &mut Sock,
     client: u64,
     req: &SyncRequest,
     resync: Option<String>,
@@ -136,7 +136,7 @@ fn write_file(
 
 /// Sends `len` bytes of `file` from its start to `sock`, read on a blocking thread a chunk
 /// at a time (the reads stay off the connection threads).
-async fn send_file(file: std::fs::File, len: u64, sock: &mut TcpStream) -> Result<(), String> {
+async fn send_file(file: std::fs::File, len: u64, sock: &mut Sock) -> Result<(), String> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
     let reader = tokio::task::spawn_blocking(move || {
         use std::io::Read;

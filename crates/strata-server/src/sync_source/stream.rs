@@ -20,8 +20,8 @@
 
 use std::sync::Arc;
 
+use crate::socket::Sock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::dataset;
 use crate::commands::args::is;
@@ -39,12 +39,11 @@ const CHUNK: usize = 256 * 1024;
 
 /// Serves replica `client` on `sock` (its connection's) until it leaves, saying on stderr
 /// how it went.
-pub async fn serve(sh: &Arc<Shared>, sock: &mut TcpStream, client: u64, req: SyncRequest) {
-    let peer = sock.peer_addr().ok();
-    let who = peer.map_or_else(|| "?".to_string(), |a| a.to_string());
+pub async fn serve(sh: &Arc<Shared>, sock: &mut Sock, client: u64, req: SyncRequest) {
+    let who = sock.peer_name();
     sh.replicas.add(Replica {
         id: client,
-        ip: peer.map_or_else(String::new, |a| a.ip().to_string()),
+        ip: sock.peer_ip(),
         port: req.port,
         state: ReplicaState::WaitBgsave,
         ack: 0,
@@ -63,7 +62,7 @@ pub async fn serve(sh: &Arc<Shared>, sock: &mut TcpStream, client: u64, req: Syn
 
 async fn run(
     sh: &Arc<Shared>,
-    sock: &mut TcpStream,
+    sock: &mut Sock,
     client: u64,
     req: &SyncRequest,
 ) -> Result<(), String> {
@@ -151,14 +150,14 @@ impl Drop for Forget<'_> {
 /// Sends the stream from where `reader` is, and takes the replica's acknowledgements.
 async fn stream(
     sh: &Arc<Shared>,
-    sock: &mut TcpStream,
+    sock: &mut Sock,
     client: u64,
     reader: Arc<Reader>,
 ) -> Result<(), String> {
     let _forget = Forget { sh, reader: reader.clone() };
     let backlog = &sh.engine().backlog;
     sh.replicas.set_state(client, ReplicaState::Online);
-    let (mut rd, mut wr) = sock.split();
+    let (mut rd, mut wr) = tokio::io::split(&mut *sock);
     let mut input: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 4096];
     loop {

@@ -154,3 +154,36 @@ fn client_kill_refuses_bad_filters_with_redis_errors() {
         other => panic!("CLIENT HELP replied {other:?}"),
     }
 }
+
+/// A replica of this server is of type `replica` (and `slave`), listed with the flag `S`;
+/// killed, it connects again and resumes.
+#[test]
+fn type_replica_ends_a_replicas_connection_and_it_resumes() {
+    let master = Server::start(&[]);
+    let replica = Server::start(&[]);
+    let (mut m, mut r) = (master.raw(), replica.raw());
+    crate::common::follow(&mut r, master.port);
+    m.cmd(&["SET", "a", "1"]);
+    crate::common::key_reaches(&mut r, "0", "a", Reply::bulk("1"));
+    let listed = |m: &mut Raw, class: &str| match m.cmd(&["CLIENT", "LIST", "TYPE", class]) {
+        Reply::Bulk(b) => String::from_utf8(b).unwrap(),
+        other => panic!("CLIENT LIST replied {other:?}"),
+    };
+    for class in ["replica", "slave"] {
+        let lines = listed(&mut m, class);
+        assert_eq!(lines.lines().count(), 1, "{lines}");
+        assert!(lines.contains(" flags=S "), "{lines}");
+    }
+    assert!(!listed(&mut m, "normal").contains("flags=S"));
+    assert_eq!(m.cmd(&["CLIENT", "KILL", "TYPE", "normal"]), Reply::Int(0), "itself spared");
+    assert_eq!(m.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), Reply::Int(1));
+    crate::common::replication_reaches(&mut r, "master_link_status", "up");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while crate::common::info_field(&mut m, "stats", "sync_partial_ok") != "1" {
+        assert!(std::time::Instant::now() < until, "the replica did not resume");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(crate::common::info_field(&mut m, "stats", "sync_full"), "1");
+    m.cmd(&["SET", "b", "2"]);
+    crate::common::key_reaches(&mut r, "0", "b", Reply::bulk("2"));
+}

@@ -38,3 +38,4 @@ mod scripting;
 mod sync_source;
 mod tracking;
 mod transactions;
+mod unix_socket;
