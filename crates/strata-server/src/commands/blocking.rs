@@ -65,6 +65,20 @@ pub struct BlockRequest {
 /// CLIENT UNBLOCK ... ERROR's reply to the unblocked client.
 pub const UNBLOCKED_ERROR: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 
+/// The server turns into a replica (REPLICAOF host port, FAILOVER): every client blocked on
+/// keys is answered Redis's UNBLOCKED error now, as redis-server answers them then. Left
+/// blocked, one would be served by a write its master sent, and pop on the replica what the
+/// master keeps.
+pub fn unblock_for_replica(sh: &Shared) {
+    const WHY: &str =
+        "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
+    for waited in sh.blocked.waited_keys() {
+        for id in sh.blocked.waiters_of(&waited) {
+            sh.blocked.cancel(id, Cancel::Error(WHY.into()));
+        }
+    }
+}
+
 /// Nothing is ready for the command `args`: blocks the connection on `req.keys` (writing
 /// nothing), or inside EXEC answers the timeout reply at once. On a re-run (a waited key was
 /// written), leaves the client blocked where it was.

@@ -138,6 +138,7 @@ pub fn tick(sh: &Shared) {
     }
     match sh.master_link.follow_for_failover(to.clone()) {
         Ok(_) => {
+            super::blocking::unblock_for_replica(sh);
             sh.params.write().insert("replicaof".into(), format!("{} {}", to.host, to.port));
         }
         Err(e) => abort(sh, &format!("cannot follow the target: {e}"), false),

@@ -354,12 +354,14 @@ pub fn blmpop(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> Cmd
     }
 }
 
+/// BLMOVE and BRPOPLPUSH (`rpoplpush`: propagated as RPOPLPUSH, as Redis 7.0 does; BLMOVE as
+/// LMOVE).
 fn bmove(
     sh: &Shared,
     conn: &mut Conn,
     a: &[Vec<u8>],
-    from: End,
-    to: End,
+    (from, to): (End, End),
+    rpoplpush: bool,
     out: &mut Out,
 ) -> CmdResult {
     let timeout = seconds_timeout_arg(&a[a.len() - 1])?;
@@ -376,7 +378,11 @@ fn bmove(
             // Its replicas move what it moved, without waiting.
             let side =
                 |e: End| if e == End::Left { b"LEFT".as_slice() } else { b"RIGHT".as_slice() };
-            propagation::replace(conn.db, &[b"LMOVE", &a[1], &a[2], side(from), side(to)]);
+            if rpoplpush {
+                propagation::replace(conn.db, &[b"RPOPLPUSH", &a[1], &a[2]]);
+            } else {
+                propagation::replace(conn.db, &[b"LMOVE", &a[1], &a[2], side(from), side(to)]);
+            }
             out.bulk(&v);
             Ok(())
         }
@@ -391,10 +397,10 @@ fn is_list(sh: &Shared, db: usize, key: &[u8]) -> Result<bool, CmdError> {
 /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
 pub fn blmove(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let (from, to) = (end_arg(&a[3])?, end_arg(&a[4])?);
-    bmove(sh, conn, a, from, to, out)
+    bmove(sh, conn, a, (from, to), false, out)
 }
 
 /// BRPOPLPUSH source destination timeout
 pub fn brpoplpush(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
-    bmove(sh, conn, a, End::Right, End::Left, out)
+    bmove(sh, conn, a, (End::Right, End::Left), true, out)
 }

@@ -41,6 +41,7 @@ pub fn replicaof(sh: &Shared, conn: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> 
     match sh.master_link.follow(Target { host: host.clone(), port })? {
         Followed::Already => out.simple("OK Already connected to specified master"),
         Followed::Started => {
+            super::blocking::unblock_for_replica(sh);
             // CONFIG GET replicaof, and CONFIG REWRITE's line, say the master followed.
             sh.params.write().insert("replicaof".into(), format!("{host} {port}"));
             eprintln!("REPLICAOF {host}:{port} enabled");

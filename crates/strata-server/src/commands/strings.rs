@@ -150,9 +150,18 @@ pub fn set(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult
         _ => Condition::Always,
     };
     let done = string::set(&ks, &a[1], a[2].clone(), condition, expiry, o.get)?;
-    // Its replicas get the time it set, not one counted from when they read it.
+    // Its replicas get the time it set, not one counted from when they read it; and a SET
+    // without GET (as Redis 7.0 propagates it: the reply is not theirs).
     if let (true, Expiry::At(at)) = (done.written, expiry) {
         set_pxat(c.db, &a[1], &a[2], at);
+    } else if done.written && o.get && propagation::gathering() {
+        let kept: Vec<&[u8]> = a
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| *i < 3 || !is(w, "get"))
+            .map(|(_, w)| &w[..])
+            .collect();
+        propagation::replace(c.db, &kept);
     }
     if o.get {
         out.opt_bulk(done.old.as_deref());
@@ -350,6 +359,10 @@ pub fn psetex(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRes
 pub fn getset(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResult {
     let ks = sh.keyspace(c.db);
     let done = string::set(&ks, &a[1], a[2].clone(), Condition::Always, Expiry::Never, true)?;
+    // As a SET, as Redis 7.0 propagates it.
+    if done.written && propagation::gathering() {
+        propagation::replace(c.db, &[b"SET", &a[1][..], &a[2][..]]);
+    }
     out.opt_bulk(done.old.as_deref());
     Ok(())
 }

@@ -605,3 +605,31 @@ fn redis_servers_resume_from_this_server_once_it_was_promoted_from_their_masters
         });
     }
 }
+
+/// Redis issue #2473: a client blocked on a master that turns into a replica is answered
+/// UNBLOCKED then, never served by the writes its new master sends (which would pop on the
+/// replica what the master keeps).
+#[test]
+fn clients_blocked_on_a_master_that_turns_replica_are_unblocked() {
+    let a = Server::start(&[]);
+    let b = Server::start(&[]);
+    let (mut ca, mut cb) = (a.raw(), b.raw());
+    let mut blocked = a.raw();
+    blocked.send_raw(&Raw::encode(&[b"BLPOP", b"foo", b"0"]));
+    crate::common::wait_blocked(&mut ca, 1);
+    crate::common::follow(&mut ca, b.port);
+    match blocked.read() {
+        Reply::Error(e) => assert!(e.starts_with("UNBLOCKED force unblock"), "{e}"),
+        other => panic!("BLPOP answered {other:?}"),
+    }
+    cb.cmd(&["RPUSH", "foo", "a", "b", "c"]);
+    let all = || Reply::Array(vec![Reply::bulk("a"), Reply::bulk("b"), Reply::bulk("c")]);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while ca.cmd(&["LRANGE", "foo", "0", "-1"]) != all() {
+        assert!(std::time::Instant::now() < until, "the push never reached the replica");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(ca.cmd(&["LRANGE", "foo", "0", "-1"]), all());
+    assert_eq!(cb.cmd(&["LRANGE", "foo", "0", "-1"]), all());
+}
