@@ -56,14 +56,14 @@ pub async fn serve(
                 }
                 continue;
             }
-            acc = listener.accept() => acc.map(|(sock, _)| {
+            acc = listener.accept() => acc.map(|(sock, addr)| {
                 let _ = sock.set_nodelay(true);
-                Sock::Tcp(sock)
+                (Sock::Tcp(sock), addr.to_string())
             }),
             acc = accept_unix(unix.as_ref()) => acc,
         };
         match accepted {
-            Ok(sock) => start_connection(&sh, sock, threads),
+            Ok((sock, addr)) => start_connection(&sh, sock, addr, threads),
             Err(e) => {
                 eprintln!("accept failed: {e}");
                 // Out of descriptors and the like: back off briefly.
@@ -78,19 +78,22 @@ pub async fn serve(
     }
 }
 
-/// The Unix socket's next connection; without one, never.
-async fn accept_unix(unix: Option<&(UnixListener, String)>) -> std::io::Result<Sock> {
+/// The Unix socket's next connection and its client's name; without one, never.
+async fn accept_unix(unix: Option<&(UnixListener, String)>) -> std::io::Result<(Sock, String)> {
     match unix {
-        Some((l, path)) => l.accept().await.map(|(s, _)| Sock::Unix(s, path.clone())),
+        Some((l, path)) => l.accept().await.map(|(s, _)| {
+            let sock = Sock::Unix(s, path.clone());
+            let name = sock.peer_name();
+            (sock, name)
+        }),
         None => std::future::pending().await,
     }
 }
 
-/// Serves an accepted connection: on a connection thread, or a task of the runtime (cluster
-/// mode).
-fn start_connection(sh: &Arc<Shared>, sock: Sock, threads: Option<&ConnThreads>) {
+/// Serves an accepted connection from `addr`: on a connection thread, or a task of the
+/// runtime (cluster mode).
+fn start_connection(sh: &Arc<Shared>, sock: Sock, addr: String, threads: Option<&ConnThreads>) {
     let sh = sh.clone();
-    let addr = sock.peer_name();
     // The task learns its own abort handle (CLIENT KILL) before it registers.
     let (tx, rx) = tokio::sync::oneshot::channel();
     let serve = move |s| async move {
