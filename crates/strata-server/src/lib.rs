@@ -162,21 +162,21 @@ pub async fn run(cfg: config::Config) -> Result<(), String> {
     }
     // The stream's ids kept by a clean shutdown, for the link (and this server's replicas) to
     // resume from (`storage::repl_ids`).
-    if running.is_none() {
-        let restored = storage::repl_ids::restore(sh.engine(), &sh.engine().backlog)
-            .map_err(|e| format!("cannot read the replication ids: {e}"))?;
-        if let Some(ids) = &restored {
-            println!("Resuming replication id {} at offset {}", ids.replid, ids.end);
-        }
-        replicaof::install(&sh)?;
-        // A master goes on under a new id, the kept one its second up to the kept end, as
-        // redis-server 7.0 shifts the id its RDB kept: its replicas resume under the old one,
-        // and no other server's history is taken for its own. A replica keeps its master's.
-        if restored.is_some() && !sh.master_link.following() {
-            sh.engine().backlog.shift_id(None);
-        }
+    let restored = if running.is_none() {
+        storage::repl_ids::restore(sh.engine(), &sh.engine().backlog)
+            .map_err(|e| format!("cannot read the replication ids: {e}"))?
     } else {
-        replicaof::install(&sh)?;
+        None
+    };
+    if let Some(ids) = &restored {
+        println!("Resuming replication id {} at offset {}", ids.replid, ids.end);
+    }
+    replicaof::install(&sh)?;
+    // A master goes on under a new id, the kept one its second up to the kept end, as
+    // redis-server 7.0 shifts the id its RDB kept: its replicas resume under the old one,
+    // and no other server's history is taken for its own. A replica keeps its master's.
+    if restored.is_some() && !sh.master_link.following() {
+        sh.engine().backlog.shift_id(None);
     }
     server::tasks::start(&sh);
     println!(

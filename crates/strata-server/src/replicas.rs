@@ -91,6 +91,11 @@ impl Replicas {
         }
     }
 
+    /// Whether connection `id` is a replica's.
+    pub fn has(&self, id: u64) -> bool {
+        self.list.lock().iter().any(|r| r.id == id)
+    }
+
     /// The client ids of the replicas connected now.
     pub fn ids(&self) -> Vec<u64> {
         self.list.lock().iter().map(|r| r.id).collect()

@@ -575,7 +575,7 @@ fn entry_line(sh: &Shared, id: u64, e: &crate::state::ClientEntry) -> String {
     // Redis's order: S (a replica of this server), M (its master's link), b (blocked), the
     // tracking letters, U, e.
     let mut flags = String::new();
-    if sh.replicas.ids().contains(&id) {
+    if sh.replicas.has(id) {
         flags.push('S');
     }
     if e.master_link.is_some() {

@@ -14,12 +14,13 @@
 //! ```
 //!
 //! The stream exists once a replica first asked for it ([`Backlog::activate`]); before,
-//! writers pay one check. A master that had no replica for `repl-backlog-ttl` seconds turns
-//! it off again under a new id ([`Backlog::free_unless`]), as redis-server frees its backlog. From then on every write command holds its keys' locks until
+//! writers pay one check. From then on every write command holds its keys' locks until
 //! its stream entry is appended (`commands::propagation`), and a dataset is taken under
 //! every lock with the stream's end offset: each write is then in the dataset or after
 //! its offset, never both nor neither. Activation waits for the writes that began before
-//! it and found it off ([`Backlog::enter`]) to end, so none of them straddles it.
+//! it and found it off ([`Backlog::enter`]) to end, so none of them straddles it. A master
+//! that had no replica for `repl-backlog-ttl` seconds turns the stream off again, under a
+//! new id ([`Backlog::free_unless`]), as redis-server frees its backlog.
 //!
 //! Histories (Redis's PSYNC2): the stream is named by a replication id. A replica's backlog
 //! holds its master's stream as the master sent it, at the master's offsets and under the
