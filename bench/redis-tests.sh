@@ -101,8 +101,20 @@ out=${out:-$repo/bench/out/redis-tests-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 work=$(mktemp -d)
 pid=""
+# stop_tree_servers: the servers the helper started from the scratch tree (--integration)
+# and left running when its unit was cut short (their working directory is in the tree).
+stop_tree_servers() {
+  local p
+  # strata-server keeps its command line; redis-server retitles itself.
+  for p in $(pgrep -f 'tests/tmp/redis\.conf' || true) $(pgrep redis-server || true); do
+    case "$(readlink "/proc/$p/cwd" 2>/dev/null)" in
+      "$work/tree"*) kill -9 "$p" 2>/dev/null || true ;;
+    esac
+  done
+}
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  stop_tree_servers
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -168,6 +180,7 @@ run() {
     tree "$1"
     (cd "$work/tree" && timeout -k 10 300 tclsh tests/test_helper.tcl --single "$2" --durable \
        --clients 1 --timeout 120 > "$log" 2>&1) || true
+    stop_tree_servers
   else
     (cd "$src" && timeout 300 tclsh tests/test_helper.tcl --host 127.0.0.1 --port "$port" \
        --single "$2" --durable $singledb --clients 1 "${skips[@]}" \

@@ -187,6 +187,11 @@ impl Blocked {
         reg.by_key.keys().filter(of).cloned().collect()
     }
 
+    /// Every blocked client (on keys, or in WAIT).
+    pub fn blocked_ids(&self) -> Vec<u64> {
+        self.reg.lock().waiters.keys().copied().collect()
+    }
+
     /// The clients waiting on `key`, first blocked first.
     pub fn waiters_of(&self, key: &[u8]) -> Vec<u64> {
         self.reg.lock().by_key.get(key).map(|q| q.iter().copied().collect()).unwrap_or_default()

@@ -65,17 +65,15 @@ pub struct BlockRequest {
 /// CLIENT UNBLOCK ... ERROR's reply to the unblocked client.
 pub const UNBLOCKED_ERROR: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 
-/// The server turns into a replica (REPLICAOF host port, FAILOVER): every client blocked on
-/// keys is answered Redis's UNBLOCKED error now, as redis-server answers them then. Left
-/// blocked, one would be served by a write its master sent, and pop on the replica what the
-/// master keeps.
+/// The server turns into a replica (REPLICAOF host port, FAILOVER): every blocked client
+/// (on keys, or in WAIT) is answered Redis's UNBLOCKED error now, as redis-server answers
+/// them then. Left blocked, one would be served by a write its master sent, and pop on the
+/// replica what the master keeps.
 pub fn unblock_for_replica(sh: &Shared) {
     const WHY: &str =
         "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
-    for waited in sh.blocked.waited_keys() {
-        for id in sh.blocked.waiters_of(&waited) {
-            sh.blocked.cancel(id, Cancel::Error(WHY.into()));
-        }
+    for id in sh.blocked.blocked_ids() {
+        sh.blocked.cancel(id, Cancel::Error(WHY.into()));
     }
 }
 

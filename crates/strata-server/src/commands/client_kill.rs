@@ -7,9 +7,9 @@
 //! connection subscribed to anything is `pubsub`; `master` is a replica's link to its master
 //! (REPLICAOF), whose socket is shut: the link connects again and resumes; `slave` and
 //! `replica` the connections of this server's replicas, after their SYNC or PSYNC: ended,
-//! the replica connects again and resumes), `USER name` (the connections authenticated as that ACL
-//! user; an unknown user is Redis's error) and `SKIPME yes|no`
-//! (whether this connection is spared; yes unless said).
+//! the replica connects again and resumes), `USER name` (the connections authenticated as
+//! that ACL user; an unknown user is Redis's error) and `SKIPME yes|no` (whether this
+//! connection is spared; yes unless said).
 //!
 //! Another connection is taken off the server's books at once (CLIENT LIST, its
 //! subscriptions, its blocked wait), then its task is aborted, which closes its socket: a

@@ -437,30 +437,14 @@ struct Registration {
 }
 
 impl Registration {
-    fn new(
-        sh: &Arc<Shared>,
-        addr: String,
-        laddr: String,
-        fd: i64,
-        kill: Option<tokio::task::AbortHandle>,
-        activity: Arc<Activity>,
-    ) -> Registration {
+    /// Puts a new connection on the books with `entry`'s socket fields (its address, local
+    /// address, descriptor, kill handle, figures and socket kind), connected now and on RESP2.
+    fn new(sh: &Arc<Shared>, entry: ClientEntry) -> Registration {
         let id = crate::state::next_client_id();
         sh.stats.connections.fetch_add(1, Ordering::Relaxed);
         sh.stats.connected.fetch_add(1, Ordering::Relaxed);
-        sh.clients.lock().insert(
-            id,
-            ClientEntry {
-                addr,
-                laddr,
-                fd,
-                kill,
-                activity,
-                since: Some(std::time::Instant::now()),
-                resp: 2,
-                ..ClientEntry::default()
-            },
-        );
+        let since = Some(std::time::Instant::now());
+        sh.clients.lock().insert(id, ClientEntry { since, resp: 2, ..entry });
         Registration { sh: sh.clone(), id, settled: false }
     }
 }
@@ -539,15 +523,19 @@ fn fit_read_buffer(figures: &Activity, buf: &mut Vec<u8>) {
 }
 
 async fn handle(sh: Arc<Shared>, mut sock: Sock, addr: String, kill: tokio::task::AbortHandle) {
-    let laddr = sock.local_name();
     let activity = Arc::new(Activity::default());
-    let fd = i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock));
-    let mut registration = Registration::new(&sh, addr, laddr, fd, Some(kill), activity.clone());
-    if sock.is_unix() {
-        if let Some(e) = sh.clients.lock().get_mut(&registration.id) {
-            e.unix = true;
-        }
-    }
+    let mut registration = Registration::new(
+        &sh,
+        ClientEntry {
+            addr,
+            laddr: sock.local_name(),
+            fd: i64::from(std::os::fd::AsRawFd::as_raw_fd(&sock)),
+            kill: Some(kill),
+            activity: activity.clone(),
+            unix: sock.is_unix(),
+            ..ClientEntry::default()
+        },
+    );
     let id = registration.id;
     let mut conn = Conn::new(id, sh.default_user_open());
     conn.user = Some(sh.acl.default_user());
@@ -768,18 +756,12 @@ mod tests {
         let sh = shared(dir.path());
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let who = Subscriber { tx, resp3: false };
-        let bystander =
-            Registration::new(&sh, "127.0.0.1:2".into(), String::new(), -1, None, Arc::default());
+        let entry =
+            |addr: &str| ClientEntry { addr: addr.into(), fd: -1, ..ClientEntry::default() };
+        let bystander = Registration::new(&sh, entry("127.0.0.1:2"));
         sh.pubsub.subscribe(bystander.id, b"news", Kind::Channel, who.clone());
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let reg = Registration::new(
-                &sh,
-                "127.0.0.1:1".into(),
-                String::new(),
-                -1,
-                None,
-                Arc::default(),
-            );
+            let reg = Registration::new(&sh, entry("127.0.0.1:1"));
             sh.pubsub.subscribe(reg.id, b"news", Kind::Channel, who.clone());
             sh.pubsub.subscribe(reg.id, b"n*", Kind::Pattern, who.clone());
             assert_eq!(sh.clients.lock().len(), 2);

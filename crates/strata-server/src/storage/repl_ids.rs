@@ -56,9 +56,7 @@ impl Ids {
         };
         Ok(Ids { replid: replid.to_string(), end, selected })
     }
-}
 
-impl Ids {
     /// `backlog`'s id, end and selected database; `None` while the stream is off (its end
     /// counts no writes).
     pub fn of(backlog: &Backlog) -> Option<Ids> {
