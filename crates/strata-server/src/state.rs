@@ -31,6 +31,9 @@ pub struct Stats {
     pub connected: AtomicUsize,
     /// Connections closed for a protocol error.
     pub protocol_errors: AtomicU64,
+    /// Error replies to the master's commands (a replica's) or to a replica's (INFO
+    /// `unexpected_error_replies`; `replicaof::stream`).
+    pub unexpected_errors: AtomicU64,
     /// Per command (by its index in the command table): INFO commandstats.
     pub per_command: Box<[CommandCounters]>,
     /// Error replies by their code (`ERR`, `WRONGTYPE`...): INFO errorstats.
@@ -68,6 +71,7 @@ impl Default for Stats {
             connections: AtomicU64::new(0),
             connected: AtomicUsize::new(0),
             protocol_errors: AtomicU64::new(0),
+            unexpected_errors: AtomicU64::new(0),
             per_command: (0..MAX_COMMANDS).map(|_| CommandCounters::default()).collect(),
             error_codes: Mutex::new(BTreeMap::new()),
             expire_time_capped: AtomicU64::new(0),
@@ -106,6 +110,7 @@ impl Stats {
             &self.errors,
             &self.connections,
             &self.protocol_errors,
+            &self.unexpected_errors,
             &self.expire_time_capped,
             &self.expire_micros,
             // Redis's CONFIG RESETSTAT starts the peak over too.

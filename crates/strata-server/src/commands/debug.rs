@@ -11,7 +11,8 @@
 //! loads it back; the data here live in the engine's files, so both are SAVE, and RELOAD's
 //! options are checked and answered as Redis's: [`reload`]), `DIGEST` and
 //! `DIGEST-VALUE` (`commands::digest`), `PROTOCOL`
-//! (a reply of each RESP type, as Redis's), `SET-DISABLE-DENY-SCRIPTS` (scripts may call the
+//! (a reply of each RESP type, as Redis's), `REPLICATE` ([`replicate`]),
+//! `SET-DISABLE-DENY-SCRIPTS` (scripts may call the
 //! commands flagged `noscript`), `QUICKLIST-PACKED-THRESHOLD` (checked as Redis checks it; a
 //! list has one encoding here, so nothing changes), `LOG`, `ERROR`, `JMAP` and `HELP`. Any
 //! other is Redis's unknown-subcommand error.
@@ -71,6 +72,8 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             "    set, map, attrib, push, verbatim, true or false.",
             "QUICKLIST-PACKED-THRESHOLD <size>",
             "    Checked as Redis checks it; no effect here (a list has one encoding).",
+            "REPLICATE <command> [<arg> ...]",
+            "    Put <command> into the replication stream without running it here.",
             "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
             "    SAVE (not with NOSAVE): every database's memtables written to its files (the",
             "    dataset read from them is the one there was). NOFLUSH without MERGE fails,",
@@ -91,6 +94,9 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
         let secs = std::str::from_utf8(&a[2]).ok().and_then(|s| s.trim().parse::<f64>().ok());
         let secs = secs.filter(|s| s.is_finite()).unwrap_or(0.0).clamp(0.0, 3600.0);
         std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+        out.ok();
+    } else if is(sub, "replicate") && args >= 1 {
+        replicate(sh, &a[2..]);
         out.ok();
     } else if is(sub, "set-active-expire") && args == 1 {
         sh.active_expire.store(atoi(&a[2]) != 0, Ordering::Relaxed);
@@ -298,4 +304,16 @@ fn holds_anything(sh: &Shared) -> Result<bool, CmdError> {
         }
     }
     Ok(false)
+}
+
+/// DEBUG REPLICATE: `argv` goes into the replication stream unrun, in the database the stream
+/// has selected (Redis's aid for testing a replica's divergence: the replica fails what its
+/// master never ran). Nothing while no stream is on, nor on a replica, whose stream is its
+/// master's.
+fn replicate(sh: &Shared, argv: &[Vec<u8>]) {
+    let backlog = &sh.engine().backlog;
+    if backlog.is_active() && !sh.master_link.following() {
+        let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+        backlog.append_raw(&argv);
+    }
 }

@@ -128,17 +128,19 @@ pub fn info_text(sh: &Shared, want: &[String]) -> Result<String, CmdError> {
         // No MIGRATE here, so never a cached connection to another server.
         let _ = write!(
             t,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nexpired_time_cap_reached_count:{}\r\nexpire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\nmigrate_cached_sockets:0\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\ntotal_protocol_errors:{}\r\ntracking_total_keys:{keys}\r\ntracking_total_items:{items}\r\ntracking_total_prefixes:{prefixes}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{}\r\nexpired_keys:{}\r\nexpired_time_cap_reached_count:{}\r\nexpire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nkeyspace_hits:0\r\nkeyspace_misses:0\r\nmigrate_cached_sockets:0\r\nslave_expires_tracked_keys:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\ntotal_protocol_errors:{}\r\ntracking_total_keys:{keys}\r\ntracking_total_items:{items}\r\ntracking_total_prefixes:{prefixes}\r\nunexpected_error_replies:{}\r\n\r\n",
             s.connections.load(Ordering::Relaxed),
             s.commands.load(Ordering::Relaxed),
             s.errors.load(Ordering::Relaxed),
             sh.notifier.expired(),
             s.expire_time_capped.load(Ordering::Relaxed),
             s.expire_micros.load(Ordering::Relaxed) / 1000,
+            sh.engine().own_due.len(),
             sh.replicas.full_syncs.load(Ordering::Relaxed),
             sh.replicas.partial_syncs.load(Ordering::Relaxed),
             sh.replicas.partial_refused.load(Ordering::Relaxed),
-            s.protocol_errors.load(Ordering::Relaxed)
+            s.protocol_errors.load(Ordering::Relaxed),
+            s.unexpected_errors.load(Ordering::Relaxed)
         );
     }
     if on("replication") {

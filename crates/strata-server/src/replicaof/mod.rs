@@ -71,6 +71,9 @@ impl Driver for Threads {
     fn following(&self, on: bool) {
         if let Some(sh) = self.sh.upgrade() {
             sh.engine().expired_kept.store(on, std::sync::atomic::Ordering::Relaxed);
+            // The own keys noted under another master, or as a master (all in `due`), are
+            // not this link's (Redis forgets them at each REPLICAOF).
+            sh.engine().own_due.clear();
         }
     }
 }

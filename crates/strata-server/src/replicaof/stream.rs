@@ -22,7 +22,8 @@ use crate::state::{Conn, Shared};
 
 /// How often the replica tells the master its offset (Redis's once a second).
 const ACK_EVERY: Duration = Duration::from_secs(1);
-/// How often errors the master's commands met are said in the LOG.
+/// How often the errors the master's commands met beyond the first few are said in the LOG
+/// (`Errors`).
 const SAY_ERRORS_EVERY: Duration = Duration::from_secs(10);
 
 /// Applies the stream on `wire` until it breaks or the link is stopped.
@@ -76,7 +77,7 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
             if !args.is_empty() && !is_getack(&args) {
                 run(sh, &mut conn, &args, &mut out);
                 if out.buf.first() == Some(&b'-') {
-                    errors.note(&args, &out.buf);
+                    errors.note(sh, &args, &out.buf);
                 }
                 out.buf.clear();
             }
@@ -129,42 +130,74 @@ fn run(sh: &Shared, conn: &mut Conn, args: &[Vec<u8>], out: &mut Out) {
     }
 }
 
-/// Errors the master's commands met, said in the LOG at most every 10 s: a replica that
-/// fails what its master ran has diverged from it.
+/// Errors the master's commands met here, said in the LOG as redis-server says them (`==
+/// CRITICAL == This replica is sending an error to its master: '<error>' after processing
+/// the command '<name>'`): a replica that fails what its master ran has diverged from it.
+/// Each is counted in INFO's `unexpected_error_replies`; the first [`SAID_AT_ONCE`] of every
+/// [`SAY_ERRORS_EVERY`] are said at once, the rest together at its end, so that a replica
+/// failing every command does not fill its LOG. Under `propagation-error-behavior panic` or
+/// `panic-on-replicas`, a read-only replica stops the process at the first (Redis's panic:
+/// its data no longer follow its master's).
 #[derive(Default)]
 struct Errors {
-    count: u64,
-    first: Option<String>,
-    said: Option<Instant>,
+    /// Said since `window` began.
+    said: u64,
+    /// Not said since `window` began.
+    held: u64,
+    window: Option<Instant>,
 }
 
+/// Errors said at once in each [`SAY_ERRORS_EVERY`] ([`Errors`]).
+const SAID_AT_ONCE: u64 = 10;
+
 impl Errors {
-    fn note(&mut self, args: &[Vec<u8>], reply: &[u8]) {
-        self.count += 1;
-        if self.first.is_none() {
-            let reply = String::from_utf8_lossy(reply);
-            self.first = Some(format!(
-                "{} answered {}",
-                String::from_utf8_lossy(&args[0]),
-                reply.trim_end()
-            ));
+    fn note(&mut self, sh: &Shared, args: &[Vec<u8>], reply: &[u8]) {
+        sh.stats.unexpected_errors.fetch_add(1, Ordering::Relaxed);
+        let reply = String::from_utf8_lossy(reply);
+        let error = reply.strip_prefix('-').unwrap_or(&reply).trim_end();
+        let name = commands::find(sh, &args[0]).map_or("<unknown>", |c| c.name);
+        let line = format!(
+            "== CRITICAL == This replica is sending an error to its master: '{}' after \
+             processing the command '{name}'",
+            error.chars().take(4096).collect::<String>()
+        );
+        if panics(sh) {
+            eprintln!("{line}");
+            eprintln!(
+                "This replica panicked sending an error to its master after processing the \
+                 command '{name}' (propagation-error-behavior)"
+            );
+            std::process::abort();
+        }
+        self.window.get_or_insert_with(Instant::now);
+        if self.said < SAID_AT_ONCE {
+            self.said += 1;
+            eprintln!("{line}");
+        } else {
+            self.held += 1;
         }
     }
 
     fn say(&mut self, link: &LinkState) {
-        if self.count == 0 || self.said.is_some_and(|t| t.elapsed() < SAY_ERRORS_EVERY) {
+        if self.window.is_none_or(|t| t.elapsed() < SAY_ERRORS_EVERY) {
             return;
         }
-        eprintln!(
-            "replication link to {}:{}: {} of the master's commands failed here (first: {})",
-            link.target.host,
-            link.target.port,
-            self.count,
-            self.first.take().unwrap_or_default()
-        );
-        self.count = 0;
-        self.said = Some(Instant::now());
+        if self.held > 0 {
+            eprintln!(
+                "replication link to {}:{}: {} more of the master's commands failed here",
+                link.target.host, link.target.port, self.held
+            );
+        }
+        *self = Errors::default();
     }
+}
+
+/// Whether an error the master's command met stops this replica (`Errors`): Redis's
+/// `propagation-error-behavior` `panic` or `panic-on-replicas` on a read-only replica.
+fn panics(sh: &Shared) -> bool {
+    let behavior = sh.params.read().get("propagation-error-behavior").cloned().unwrap_or_default();
+    ["panic", "panic-on-replicas"].iter().any(|b| behavior.eq_ignore_ascii_case(b))
+        && commands::read_only_replica(sh)
 }
 
 /// The link's client on the server's books while the stream is applied (CLIENT LIST's flag

@@ -128,7 +128,8 @@ fn walk_round(
 
 /// Whether active expiry deletes nothing now: while CLIENT PAUSE holds the clients (Redis's
 /// rule: a pause is what a failover stands on, and an expiry is a write), and while the
-/// server follows a master, whose DELs remove its keys (`storage::Engine::expired_kept`).
+/// server follows a master, whose DELs remove its keys (`storage::Engine::expired_kept`;
+/// a writable replica's own keys aside: [`own_expiry_only`]).
 fn expiry_held(sh: &Shared) -> bool {
     sh.pause.current().is_some() || sh.engine().expired_kept.load(Ordering::Relaxed)
 }
@@ -257,13 +258,17 @@ pub fn expire_tick(
 ) -> crate::types::Result<Tick> {
     let started = std::time::Instant::now();
     let left = || ExpiryEffort { time: effort.time.saturating_sub(started.elapsed()), ..*effort };
+    let unmoved = |walk_first| Tick { point: from.clone(), walk_first, walked: None };
+    if own_expiry_only(sh) {
+        expire_due_in(sh, Due::Own, effort)?;
+        return Ok(unmoved(false));
+    }
     // A failed slice of the due keys leaves the walk to find them.
     if walk_first {
         let w = walk_round(sh, from, effort)?;
         let walk_first = w.capped || expire_due(sh, &left()).is_ok_and(|p| p.out_of_time);
         return Ok(Tick { point: w.point, walk_first, walked: Some(w.found) });
     }
-    let unmoved = |walk_first| Tick { point: from.clone(), walk_first, walked: None };
     if expire_due(sh, effort).is_ok_and(|p| p.out_of_time) {
         return Ok(unmoved(true));
     }
@@ -290,12 +295,41 @@ pub struct DuePass {
 /// in INFO's `expire_cycle_cpu_milliseconds`, a pass out of time in
 /// `expired_time_cap_reached_count`, as the walk's rounds do.
 pub fn expire_due(sh: &Shared, effort: &ExpiryEffort) -> crate::types::Result<DuePass> {
+    expire_due_in(sh, Due::All, effort)
+}
+
+/// Which due index a pass takes its keys from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Due {
+    /// Every key with an expiry (`Engine::due`), while expiry is not held.
+    All,
+    /// A writable replica's own keys (`Engine::own_due`), while it follows a master.
+    Own,
+}
+
+/// Whether active expiry deletes only the keys a writable replica's own clients wrote with
+/// an expiry: while the server follows a master (whose DELs remove the master's keys), not
+/// during CLIENT PAUSE. Redis's `expireSlaveKeys`.
+fn own_expiry_only(sh: &Shared) -> bool {
+    sh.pause.current().is_none() && sh.engine().expired_kept.load(Ordering::Relaxed)
+}
+
+/// [`expire_due`] over the keys of `which` index.
+fn expire_due_in(sh: &Shared, which: Due, effort: &ExpiryEffort) -> crate::types::Result<DuePass> {
     let started = std::time::Instant::now();
     let mut pass = DuePass::default();
     let mut r = Ok(());
-    while !expiry_held(sh) {
+    let index = match which {
+        Due::All => &sh.engine().due,
+        Due::Own => &sh.engine().own_due,
+    };
+    let held = || match which {
+        Due::All => expiry_held(sh),
+        Due::Own => !own_expiry_only(sh),
+    };
+    while !held() {
         let _pin = sh.dbs.pin(false);
-        let due = sh.engine().due.take_due(crate::types::keyspace::now_ms(), EXPIRE_SLICE);
+        let due = index.take_due(crate::types::keyspace::now_ms(), EXPIRE_SLICE);
         if due.is_empty() {
             break;
         }
@@ -325,7 +359,7 @@ pub fn expire_due(sh: &Shared, effort: &ExpiryEffort) -> crate::types::Result<Du
                 }
             }
             for at in &d.later {
-                sh.engine().due.note(st.set, at, again);
+                index.note(st.set, at, again);
             }
         }
         after_deletions(sh);

@@ -303,6 +303,7 @@ impl Databases {
             frequencies: super::frequency::Frequencies::default(),
             pop_hints: super::pop_hints::PopHints::default(),
             due: super::due::DueIndex::default(),
+            own_due: super::due::DueIndex::default(),
             scan_steps: AtomicU64::new(0),
             field_deltas: AtomicU64::new(0),
             expired_kept: std::sync::atomic::AtomicBool::new(false),

@@ -208,6 +208,17 @@ impl DueIndex {
         }
     }
 
+    /// Drops every entry (a replica's own keys, when it starts or stops following a master).
+    pub fn clear(&self) {
+        for stripe in &self.stripes {
+            let mut s = stripe.lock();
+            let n = s.by_hash.len();
+            s.by_hash.clear();
+            s.by_time.clear();
+            self.len.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
     fn hash(&self, set: u32, stored: &[u8]) -> u64 {
         xxhash_rust::xxh3::xxh3_64_with_seed(stored, self.seed ^ u64::from(set))
     }

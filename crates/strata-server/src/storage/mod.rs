@@ -32,6 +32,7 @@ pub mod due;
 pub mod filter;
 pub mod frequency;
 pub mod locks;
+pub mod master_client;
 pub mod meta_cache;
 pub mod moving;
 pub mod overlay;
@@ -336,6 +337,11 @@ pub struct Engine {
     /// [`Store::put_meta`], the expiry walk and a cluster node's applied entries, taken by
     /// active expiry.
     pub due: due::DueIndex,
+    /// The keys a writable replica's own clients wrote with an expiry, by due time (fed by
+    /// [`Store::put_meta`] while the server follows a master, outside `master_client`): the
+    /// only keys a replica's active expiry deletes, as Redis's `expireSlaveKeys` does (the
+    /// master's DELs remove the master's keys: [`Engine::expired_kept`]).
+    pub own_due: due::DueIndex,
     /// Internal entries sub-key scans have stepped over (INFO `strata_scan_steps`): what
     /// tombstones and old versions cost the scans.
     pub scan_steps: AtomicU64,
@@ -345,8 +351,8 @@ pub struct Engine {
     /// Set while the server follows a master (REPLICAOF): a key whose time is up stays
     /// stored, every record of it, until the master's DEL, as on a redis-server replica (the
     /// master's commands may still find it: `types::keyspace::as_master`). Clients' reads see
-    /// it absent; active expiry deletes nothing, nor does a read, and the compaction filter
-    /// keeps its sub-keys.
+    /// it absent; active expiry deletes none of them (only the writable replica's own keys,
+    /// [`Engine::own_due`]), nor does a read, and the compaction filter keeps their sub-keys.
     pub expired_kept: AtomicBool,
     /// The replication stream this server sends its replicas (`backlog`).
     pub backlog: backlog::Backlog,
@@ -716,6 +722,9 @@ impl Store {
         with_meta_key(self.filing, key, |k| {
             batch.put_cf(&*self.meta_cf, k, &raw);
             self.due.note_record(self.set, k, &raw);
+            if self.expired_kept.load(Ordering::Relaxed) && !master_client::as_master_now() {
+                self.own_due.note_record(self.set, k, &raw);
+            }
         });
         self.meta_cache.note_write(self.space, key, Some(raw));
     }
@@ -969,6 +978,7 @@ impl Store {
         // the others': its entries are checked when due.
         if matches!(self.filing, Filing::Slot) {
             self.due.forget_set(self.set);
+            self.own_due.forget_set(self.set);
         }
         Ok(())
     }

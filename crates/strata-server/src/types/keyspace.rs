@@ -50,10 +50,11 @@ pub fn delete_expired<K: AsRef<[u8]>>(
     if gone.is_empty() {
         return Ok(0);
     }
-    // A write of its own in the replication stream: the DELs go out under the keys' locks.
+    // A write of its own in the replication stream: the DELs go out under the keys' locks;
+    // not on a replica, whose stream is its master's (a writable replica's own keys).
     let entered = st.backlog.enter();
     propagated::as_expiry(|| st.write(b))?;
-    if entered.active() {
+    if entered.active() && !st.expired_kept.load(std::sync::atomic::Ordering::Relaxed) {
         propagated::expired(&st.backlog, db, &gone);
     }
     drop(entered);
@@ -64,30 +65,7 @@ pub fn delete_expired<K: AsRef<[u8]>>(
     Ok(gone.len())
 }
 
-thread_local! {
-    /// Set on this thread while [`as_master`] runs.
-    static AS_MASTER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f` with this thread's lookups finding keys whose time is up as live: a replica
-/// running its master's commands (and loading its master's dataset), which apply to the
-/// keys the master has, whatever the replica's clock says; the master deletes a key whose
-/// time is up with a DEL of its own (Redis's rule for a replica's master client).
-pub fn as_master<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            AS_MASTER.with(|m| m.set(self.0));
-        }
-    }
-    let _restore = Restore(AS_MASTER.with(|m| m.replace(true)));
-    f()
-}
-
-/// Whether this thread runs inside [`as_master`].
-pub fn as_master_now() -> bool {
-    AS_MASTER.with(std::cell::Cell::get)
-}
+pub use crate::storage::master_client::{as_master, as_master_now};
 
 /// Whether an expiry time `expire_ms` (0: none) is past at `now_ms` for this thread's
 /// lookups (never inside [`as_master`]).

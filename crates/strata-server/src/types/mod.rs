@@ -57,10 +57,11 @@ fn with_rules(mut opts: strata::Options) -> strata::Options {
     opts
 }
 
-/// Gives an opened engine what reads the types' records: the due index's reader of a
+/// Gives an opened engine what reads the types' records: the due indexes' reader of a
 /// metadata record's expiry.
 fn with_readers(engine: &crate::storage::Engine) {
     engine.due.read_expiry_with(metadata::raw_expire_ms);
+    engine.own_due.read_expiry_with(metadata::raw_expire_ms);
 }
 
 /// Opens (creating if needed) the store in `dir`, its compaction filter collecting stale

@@ -633,3 +633,86 @@ fn clients_blocked_on_a_master_that_turns_replica_are_unblocked() {
     assert_eq!(ca.cmd(&["LRANGE", "foo", "0", "-1"]), all());
     assert_eq!(cb.cmd(&["LRANGE", "foo", "0", "-1"]), all());
 }
+
+/// A writable replica deletes the keys its own clients wrote with a time once it is up, as
+/// redis-server 7.0 does (`expireSlaveKeys`), and only those: the master's keys stay until the
+/// master's DEL, and the deletions go into no stream (the replica's is its master's).
+#[test]
+fn a_writable_replica_expires_the_keys_its_own_clients_wrote_with_a_time() {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mport = fake.local_addr().unwrap().port();
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
+    let (mut m, _) = handshake(&fake, s.port);
+    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
+    let enc = Encodings::default();
+    let mut w = FileWriter::new(Vec::new(), &[("redis-ver", b"7.0.15".as_slice())]).unwrap();
+    w.select_db(0, 1, 1).unwrap();
+    w.key(b"past", &Value::String(b"kept".to_vec()), Some(1000), &enc).unwrap();
+    let rdb = w.finish().unwrap();
+    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
+    m.send_raw(&rdb);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let soon = (now.as_millis() + 200).to_string();
+    let mut sent = 0;
+    sent += send_cmd(&mut m, &["SELECT", "0"]);
+    sent += send_cmd(&mut m, &["SET", "theirs", "v", "PXAT", &soon]);
+    until_ack(&mut m, sent as i64);
+
+    assert_eq!(c.cmd(&["CONFIG", "SET", "replica-read-only", "no"]), ok());
+    assert_eq!(c.cmd(&["SELECT", "5"]), ok());
+    for k in ["own1", "own2", "own3"] {
+        assert_eq!(c.cmd(&["SET", k, "1", "PX", "200"]), ok());
+    }
+    assert_eq!(c.cmd(&["SET", "still", "1"]), ok());
+    assert_eq!(c.cmd(&["PERSIST", "own3"]), Reply::Int(1));
+    assert_eq!(info_field(&mut c, "stats", "slave_expires_tracked_keys"), "3");
+    wait_for("the replica's own keys to expire", || c.cmd(&["DBSIZE"]) == Reply::Int(2));
+    assert_eq!(c.cmd(&["EXISTS", "own3", "still"]), Reply::Int(2));
+    assert_eq!(info_field(&mut c, "stats", "expired_keys"), "2");
+    assert_eq!(info_field(&mut c, "stats", "slave_expires_tracked_keys"), "0");
+    // The master's keys wait for its DEL, past their time or not; a write of a client here
+    // meets such a key as absent and writes it anew.
+    assert_eq!(c.cmd(&["SELECT", "0"]), ok());
+    assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(2));
+    assert_eq!(c.cmd(&["INCR", "past"]), Reply::Int(1));
+    assert_eq!(c.cmd(&["TTL", "past"]), Reply::Int(-1));
+    assert_eq!(c.cmd(&["GET", "theirs"]), Reply::Null);
+    // Nothing went into the stream: the replica's offset is still the master's.
+    sent += send_cmd(&mut m, &["PING"]);
+    until_ack(&mut m, sent as i64);
+    assert_eq!(info_field(&mut c, "replication", "master_repl_offset"), sent.to_string());
+    // A master again, its own expiry takes the master's key whose time is up.
+    assert_eq!(c.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+    wait_for("the master's key to expire", || c.cmd(&["DBSIZE"]) == Reply::Int(1));
+}
+
+/// An error the master's command meets on a replica is counted in INFO's
+/// `unexpected_error_replies` (and said in the LOG as redis-server says it); DEBUG REPLICATE
+/// puts a command into the stream unrun, which is how Redis's tests make one.
+#[test]
+fn errors_of_the_masters_commands_are_counted_and_debug_replicate_makes_one() {
+    let master = Server::start(&["--enable-debug-command", "yes"]);
+    let replica = Server::start(&["--enable-debug-command", "yes"]);
+    let (mut mc, mut rc) = (master.raw(), replica.raw());
+    assert_eq!(mc.cmd(&["SET", "n", "1"]), ok());
+    crate::common::follow(&mut rc, master.port);
+    crate::common::key_reaches(&mut rc, "0", "n", Reply::bulk("1"));
+    assert_eq!(info_field(&mut rc, "stats", "unexpected_error_replies"), "0");
+    assert_eq!(mc.cmd(&["DEBUG", "REPLICATE", "fake-command-1", "x"]), ok());
+    assert_eq!(mc.cmd(&["GET", "n"]), Reply::bulk("1"), "not run on the master");
+    assert_eq!(rc.cmd(&["CONFIG", "SET", "replica-read-only", "no"]), ok());
+    assert_eq!(rc.cmd(&["SET", "n", "foo"]), ok());
+    assert_eq!(mc.cmd(&["INCRBY", "n", "1"]), Reply::Int(2));
+    assert_eq!(mc.cmd(&["SET", "after", "1"]), ok());
+    crate::common::key_reaches(&mut rc, "0", "after", Reply::bulk("1"));
+    assert_eq!(info_field(&mut rc, "stats", "unexpected_error_replies"), "2");
+    assert_eq!(rc.cmd(&["GET", "n"]), Reply::bulk("foo"), "diverged, as Redis allows");
+    assert_eq!(info_field(&mut mc, "stats", "unexpected_error_replies"), "0");
+    // A replica puts no DEBUG REPLICATE into its stream (it is its master's).
+    let offset = info_field(&mut mc, "replication", "master_repl_offset");
+    crate::common::replication_reaches(&mut rc, "master_repl_offset", &offset);
+    assert_eq!(rc.cmd(&["DEBUG", "REPLICATE", "fake-command-2"]), ok());
+    assert_eq!(info_field(&mut rc, "replication", "master_repl_offset"), offset);
+}
