@@ -11,7 +11,6 @@ use super::errors::{CmdError, SYNTAX};
 use super::CmdResult;
 use crate::resp::Out;
 use crate::state::{Conn, Shared};
-use crate::types::keyspace::Keyspace;
 use crate::types::rdb::key::{self, Restored};
 use crate::types::rdb::{self, Encodings, PayloadError};
 
@@ -120,17 +119,11 @@ pub fn restore(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdRe
         let words: Vec<&[u8]> = words.iter().map(Vec::as_slice).collect();
         super::propagation::replace(c.db, &words);
     }
-    set_use(&ks, &a[1], idle.map(|s| s as u64), freq.map(|n| u8::try_from(n).unwrap_or(u8::MAX)));
+    key::set_use(
+        &ks,
+        &a[1],
+        idle.map(|s| s as u64),
+        freq.map(|n| u8::try_from(n).unwrap_or(u8::MAX)),
+    );
     Ok(())
-}
-
-/// Gives `key` the last use RESTORE's IDLETIME and FREQ, or an RDB's IDLE and FREQ records,
-/// say: as Redis, FREQ counts under an LFU policy, IDLETIME under the others.
-pub fn set_use(ks: &Keyspace, key: &[u8], idle_secs: Option<u64>, freq: Option<u8>) {
-    let f = &ks.store.frequencies;
-    match (idle_secs, freq) {
-        (Some(secs), _) if !f.counting() => ks.store.meta_cache.set_idle(ks.store.space, key, secs),
-        (_, Some(n)) if f.counting() => f.set(ks.store.space, key, n),
-        _ => {}
-    }
 }

@@ -79,10 +79,12 @@ pub fn check_file(
 /// The second pass of [`load_file`], over a file [`check_file`] read through.
 pub fn load_checked(sh: &Shared, path: &Path, checked: Checked) -> Result<Loaded, String> {
     /// Clears LOADING however the load ends (a panic in it included: clients never wait
-    /// for a load that is gone).
+    /// for a load that is gone), after the metadata cache: the loaded keys have no entries
+    /// there (`types::rdb::key::BulkLoad`), and none a read filled meanwhile may stay.
     struct Loading<'a>(&'a Shared);
     impl Drop for Loading<'_> {
         fn drop(&mut self) {
+            self.0.engine().meta_cache.clear();
             self.0.master_link.set_loading(false);
         }
     }
@@ -103,23 +105,33 @@ fn replace(sh: &Shared, path: &Path, check: Checked) -> Result<Loaded, String> {
     };
     crate::commands::functions::replace_all(sh, &check.libraries)?;
     let ensure = |db: usize| sh.dbs.ensure(db).map_err(|e| format!("database {db}: {e}"));
+    let mut bulk = key::BulkLoad::default();
+    // The database whose keys the batch holds.
+    let mut batch_db = None;
+    let written = |r: crate::types::Result<()>| r.map_err(|e| format!("cannot write keys: {e}"));
     read(path, sh.config.databases, None, ensure, |db, rec| {
         let Record::Key { key, value, expire_ms, idle_secs, freq } = rec else { return Ok(()) };
+        if let Some(before) = batch_db.filter(|&d| d != db) {
+            written(bulk.finish(&sh.keyspace(before)))?;
+        }
+        batch_db = Some(db);
         // An expiry time of 0 is a time long past, not "none" (RESTORE's 0).
         let at = expire_ms.map_or(0, |t| t.max(1));
         let ks = sh.keyspace(db);
-        let restored = key::restore(&ks, &key, &value, at, true)
+        // OBJECT IDLETIME / FREQ as the master's file says (RESTORE's rule).
+        let added = bulk
+            .add(&ks, &key, &value, at, (idle_secs, freq))
             .map_err(|e| format!("cannot write key {:?}: {e}", String::from_utf8_lossy(&key)))?;
-        match restored {
-            key::Restored::Expired(_) => loaded.expired += 1,
-            _ => {
-                // OBJECT IDLETIME / FREQ as the master's file says (RESTORE's rule).
-                crate::commands::dump::set_use(&ks, &key, idle_secs, freq);
-                loaded.keys += 1;
-            }
+        if added {
+            loaded.keys += 1;
+        } else {
+            loaded.expired += 1;
         }
         Ok(())
     })?;
+    if let Some(db) = batch_db {
+        written(bulk.finish(&sh.keyspace(db)))?;
+    }
     sh.notifier.count_changes(loaded.keys);
     Ok(loaded)
 }

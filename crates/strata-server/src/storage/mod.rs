@@ -719,14 +719,29 @@ impl Store {
     /// in the due index (`due`) now, before the write: an entry for a write that fails is
     /// checked and dropped when it comes due.
     pub fn put_meta(&self, batch: &mut WriteBatch, key: &[u8], raw: Vec<u8>) {
+        self.put_meta_record(batch, key, &raw);
+        self.meta_cache.note_write(self.space, key, Some(raw));
+    }
+
+    /// [`Store::put_meta`] for a load into emptied databases (`types::rdb::key::BulkLoad`):
+    /// the record takes no entry in the metadata cache (a load's keys would evict every
+    /// other, and noting each cost a tenth of the load), only the use its write is. The
+    /// caller clears the cache once the load is written, so that no entry a read filled
+    /// meanwhile outlives it.
+    pub fn put_meta_loaded(&self, batch: &mut WriteBatch, key: &[u8], raw: &[u8]) {
+        self.put_meta_record(batch, key, raw);
+        self.meta_cache.access.touch(self.space, key);
+    }
+
+    /// Puts the record and notes its expiry in the due indexes ([`Store::put_meta`]).
+    fn put_meta_record(&self, batch: &mut WriteBatch, key: &[u8], raw: &[u8]) {
         with_meta_key(self.filing, key, |k| {
-            batch.put_cf(&*self.meta_cf, k, &raw);
-            self.due.note_record(self.set, k, &raw);
+            batch.put_cf(&*self.meta_cf, k, raw);
+            self.due.note_record(self.set, k, raw);
             if self.expired_kept.load(Ordering::Relaxed) && !master_client::as_master_now() {
-                self.own_due.note_record(self.set, k, &raw);
+                self.own_due.note_record(self.set, k, raw);
             }
         });
-        self.meta_cache.note_write(self.space, key, Some(raw));
     }
 
     /// Puts a merge operand of `key`'s metadata record into `batch` instead of the whole

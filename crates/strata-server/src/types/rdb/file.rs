@@ -251,16 +251,16 @@ impl<R: Read> FileReader<R> {
                     return Ok(None);
                 }
                 opcodes::SELECTDB => {
-                    let db = self.parse("SELECTDB's database", reader::decode_len)?;
+                    let db = self.parse(&"SELECTDB's database", reader::decode_len)?;
                     return Ok(Some(Record::Db(db)));
                 }
                 opcodes::RESIZEDB => {
-                    let keys = self.parse("RESIZEDB's key count", reader::decode_len)?;
-                    let expires = self.parse("RESIZEDB's expiry count", reader::decode_len)?;
+                    let keys = self.parse(&"RESIZEDB's key count", reader::decode_len)?;
+                    let expires = self.parse(&"RESIZEDB's expiry count", reader::decode_len)?;
                     return Ok(Some(Record::Sizes { keys, expires }));
                 }
                 opcodes::AUX => {
-                    let key = self.parse("an AUX field's name", reader::decode_string)?;
+                    let key = self.parse(&"an AUX field's name", reader::decode_string)?;
                     let what = format!("the value of AUX field {}", shown(&key));
                     let value = self.parse(&what, reader::decode_string)?;
                     return Ok(Some(Record::Aux { key, value }));
@@ -274,7 +274,7 @@ impl<R: Read> FileReader<R> {
                     self.expire_ms = Some(u64::try_from(i64::from(secs) * 1000).unwrap_or(0));
                 }
                 opcodes::IDLE => {
-                    self.idle_secs = Some(self.parse("IDLE's time", reader::decode_len)?);
+                    self.idle_secs = Some(self.parse(&"IDLE's time", reader::decode_len)?);
                 }
                 opcodes::FREQ => {
                     let [freq] = self.fixed("FREQ's counter")?;
@@ -282,14 +282,14 @@ impl<R: Read> FileReader<R> {
                 }
                 types::FUNCTION_2 | types::FUNCTION_PRE_GA => {
                     let code =
-                        self.parse("a function library", |b| reader::decode_function(t, b))?;
+                        self.parse(&"a function library", |b| reader::decode_function(t, b))?;
                     return Ok(Some(Record::Function(code)));
                 }
                 opcodes::MODULE_AUX => self.skip_module_aux()?,
                 opcodes::SLOT_INFO => {
                     for what in ["SLOT_INFO's slot", "SLOT_INFO's key count", "SLOT_INFO's expires"]
                     {
-                        self.parse(what, reader::decode_len)?;
+                        self.parse(&what, reader::decode_len)?;
                     }
                 }
                 _ => return self.key(t, at).map(Some),
@@ -308,8 +308,9 @@ impl<R: Read> FileReader<R> {
         if let Some(why) = refused {
             return Err(self.error(at, format!("{why} (type {t})")));
         }
-        let key = self.parse("a key", reader::decode_string)?;
-        let what = format!("the value of key {} (type {t})", shown(&key));
+        let key = self.parse(&"a key", reader::decode_string)?;
+        // Said only in an error: formatting it for every key was a tenth of a load's time.
+        let what = ValueOf { key: &key, t };
         let value = self.parse(&what, |b| reader::decode_object(t, b))?;
         Ok(Record::Key {
             key,
@@ -322,18 +323,18 @@ impl<R: Read> FileReader<R> {
 
     /// A module's auxiliary data, read through its self-describing annotations and dropped.
     fn skip_module_aux(&mut self) -> Result<(), FileError> {
-        self.parse("MODULE_AUX's module id", reader::decode_len)?;
+        self.parse(&"MODULE_AUX's module id", reader::decode_len)?;
         let at = self.offset;
-        if self.parse("MODULE_AUX's opcode", reader::decode_len)? != 2 {
+        if self.parse(&"MODULE_AUX's opcode", reader::decode_len)? != 2 {
             return Err(self.error(at, "MODULE_AUX: bad opcode before its \"when\""));
         }
-        self.parse("MODULE_AUX's when", reader::decode_len)?;
+        self.parse(&"MODULE_AUX's when", reader::decode_len)?;
         loop {
             let at = self.offset;
-            match self.parse("a MODULE_AUX opcode", reader::decode_len)? {
+            match self.parse(&"a MODULE_AUX opcode", reader::decode_len)? {
                 0 => return Ok(()),
                 1 | 2 => {
-                    self.parse("a MODULE_AUX integer", reader::decode_len)?;
+                    self.parse(&"a MODULE_AUX integer", reader::decode_len)?;
                 }
                 3 => {
                     self.fixed::<4>("a MODULE_AUX float")?;
@@ -342,7 +343,7 @@ impl<R: Read> FileReader<R> {
                     self.fixed::<8>("a MODULE_AUX double")?;
                 }
                 5 => {
-                    self.parse("a MODULE_AUX string", reader::decode_string)?;
+                    self.parse(&"a MODULE_AUX string", reader::decode_string)?;
                 }
                 op => return Err(self.error(at, format!("MODULE_AUX: unknown opcode {op}"))),
             }
@@ -368,7 +369,7 @@ impl<R: Read> FileReader<R> {
 
     /// `N` bytes.
     fn fixed<const N: usize>(&mut self, what: &str) -> Result<[u8; N], FileError> {
-        self.parse(what, |b: &[u8]| match b.first_chunk::<N>() {
+        self.parse(&what, |b: &[u8]| match b.first_chunk::<N>() {
             Some(a) => Ok((*a, N)),
             None => Err(ObjectError::Short { until: N as u64, what: "fixed-size field" }),
         })
@@ -378,7 +379,7 @@ impl<R: Read> FileReader<R> {
     /// the bytes it took.
     fn parse<T>(
         &mut self,
-        what: &str,
+        what: &dyn fmt::Display,
         f: impl Fn(&[u8]) -> Result<(T, usize), ObjectError>,
     ) -> Result<T, FileError> {
         loop {
@@ -410,7 +411,13 @@ impl<R: Read> FileReader<R> {
     /// `want` bytes (bounded by that size, so they exist), making the window grow
     /// geometrically; otherwise it reads only what `need` requires (asking for up to `want` a
     /// call), as the source may be a stream that has nothing more yet.
-    fn fill(&mut self, need: u64, want: u64, what: &str, part: &str) -> Result<(), FileError> {
+    fn fill(
+        &mut self,
+        need: u64,
+        want: u64,
+        what: &dyn fmt::Display,
+        part: &str,
+    ) -> Result<(), FileError> {
         let start = self.offset;
         let need_end = start.saturating_add(need);
         let mut want_end = start.saturating_add(want);
@@ -463,6 +470,18 @@ impl<R: Read> FileReader<R> {
                 Err(e) => return Err(self.error(end, format!("reading {what}: {e}"))),
             }
         }
+    }
+}
+
+/// What a key's value is called in an error message: "the value of key "k" (type t)".
+struct ValueOf<'a> {
+    key: &'a [u8],
+    t: u8,
+}
+
+impl fmt::Display for ValueOf<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the value of key {} (type {})", shown(self.key), self.t)
     }
 }
 

@@ -210,6 +210,83 @@ pub fn restore(
     Ok(Restored::Written)
 }
 
+/// Gives `key` the last use RESTORE's IDLETIME and FREQ, or an RDB's IDLE and FREQ records,
+/// say: as Redis, FREQ counts under an LFU policy, IDLETIME under the others. After the key's
+/// write (which is a use).
+pub fn set_use(ks: &Keyspace, key: &[u8], idle_secs: Option<u64>, freq: Option<u8>) {
+    let f = &ks.store.frequencies;
+    match (idle_secs, freq) {
+        (Some(secs), _) if !f.counting() => ks.store.meta_cache.set_idle(ks.store.space, key, secs),
+        (_, Some(n)) if f.counting() => f.set(ks.store.space, key, n),
+        _ => {}
+    }
+}
+
+/// Keys a [`BulkLoad`] puts in one batch at most.
+const BULK_KEYS: usize = 1024;
+/// Bytes past which a [`BulkLoad`] writes its batch.
+const BULK_BYTES: usize = 1 << 20;
+
+/// Writes the keys of a whole dataset into a database emptied for it (a full sync's or a
+/// dump's load), faster than a RESTORE a key: no key is looked for (there is none; a file
+/// that names a key twice leaves its last value, as RESTORE's REPLACE would), no event is
+/// raised (Redis raises none while it loads), no entry is put in the metadata cache
+/// (`Store::put_meta_loaded`), and many keys go in one batch, written when it holds
+/// [`BULK_KEYS`] keys or [`BULK_BYTES`] bytes and at [`BulkLoad::finish`]. The caller keeps
+/// other writers of the database away until then (a load replies LOADING to them), and
+/// clears the metadata cache once the load is written.
+#[derive(Default)]
+pub struct BulkLoad {
+    batch: WriteBatch,
+    keys: usize,
+    /// The keys of the batch with a last use to set once it is written ([`set_use`]).
+    uses: Vec<(Vec<u8>, Option<u64>, Option<u8>)>,
+}
+
+impl BulkLoad {
+    /// Puts `key` with `value` and expiry `expire_ms` (absolute Unix ms, 0: none) of the
+    /// database `ks` into the batch, with the last use `idle_secs` and `freq` say
+    /// ([`set_use`]), and writes the batch if it is full; false when the expiry is past (no
+    /// key, as RESTORE's rule: never inside `as_master`).
+    pub fn add(
+        &mut self,
+        ks: &Keyspace,
+        key: &[u8],
+        value: &Value,
+        expire_ms: u64,
+        (idle_secs, freq): (Option<u64>, Option<u8>),
+    ) -> Result<bool> {
+        if crate::types::keyspace::past(expire_ms, ks.now_ms) {
+            return Ok(false);
+        }
+        let mut m = put_value(ks, &mut self.batch, key, value)?;
+        m.expire_ms = expire_ms;
+        ks.store.put_meta_loaded(&mut self.batch, key, &m.encode());
+        if idle_secs.is_some() || freq.is_some() {
+            self.uses.push((key.to_vec(), idle_secs, freq));
+        }
+        self.keys += 1;
+        if self.keys >= BULK_KEYS || self.batch.size_in_bytes() >= BULK_BYTES {
+            self.finish(ks)?;
+        }
+        Ok(true)
+    }
+
+    /// Writes what the batch holds into `ks`'s store (the database of every key added since
+    /// the last write).
+    pub fn finish(&mut self, ks: &Keyspace) -> Result<()> {
+        if self.keys == 0 {
+            return Ok(());
+        }
+        self.keys = 0;
+        ks.write(std::mem::take(&mut self.batch))?;
+        for (key, idle_secs, freq) in self.uses.drain(..) {
+            set_use(ks, &key, idle_secs, freq);
+        }
+        Ok(())
+    }
+}
+
 /// Puts the records of `value` under `key` at a fresh version into `b`; its metadata (to
 /// put after its expiry is set).
 fn put_value(ks: &Keyspace, b: &mut WriteBatch, key: &[u8], value: &Value) -> Result<Meta> {

@@ -390,3 +390,48 @@ fn a_restored_stream_keeps_its_nodes_for_trimming() {
     let masters = |v: &StreamValue| v.nodes.iter().map(|n| n.master).collect::<Vec<_>>();
     assert_eq!(masters(&back), masters(&sv));
 }
+
+/// A bulk load (a full sync's or a dump's): every golden value among many strings, more than
+/// one batch of them, read back as written; a key named twice keeps its last value, a time
+/// past makes no key, and each key's expiry and last use are the file's.
+#[test]
+fn a_bulk_load_writes_every_value_in_batches_as_restore_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::types::open(strata::Options::default(), dir.path(), SyncPolicy::No).unwrap();
+    let limits = Limits::default();
+    let ks = Keyspace::new(&store, &limits, now_ms());
+    let mut bulk = key::BulkLoad::default();
+    let mut values = Vec::new();
+    for (name, payload, want) in golden() {
+        let Ok(v) = decode_payload(&payload) else { continue };
+        assert!(bulk.add(&ks, name.as_bytes(), &v, 0, (None, None)).unwrap());
+        values.push((name, want));
+    }
+    let later = ks.now_ms + 60_000;
+    for i in 0..2500u32 {
+        let v = Value::String(format!("v{i}").into_bytes());
+        assert!(bulk.add(&ks, format!("s{i}").as_bytes(), &v, later, (Some(100), None)).unwrap());
+    }
+    let twice = Value::List(vec![b"first".to_vec()]);
+    assert!(bulk.add(&ks, b"twice", &twice, 0, (None, None)).unwrap());
+    let last = Value::Set(vec![b"second".to_vec()]);
+    assert!(bulk.add(&ks, b"twice", &last, 0, (None, None)).unwrap());
+    let gone = Value::String(b"x".to_vec());
+    assert!(!bulk.add(&ks, b"past", &gone, ks.now_ms - 1, (None, None)).unwrap());
+    // The first batches went in as they filled; the last one at the finish.
+    assert!(key::read(&ks, b"s0").unwrap().is_some());
+    assert!(key::read(&ks, b"twice").unwrap().is_none());
+    bulk.finish(&ks).unwrap();
+    for (name, want) in values {
+        let back = key::read(&ks, name.as_bytes()).unwrap().unwrap();
+        assert_eq!(render(&back), want, "{name}");
+    }
+    for i in [0u32, 1023, 1024, 2499] {
+        let m = ks.meta(format!("s{i}").as_bytes()).unwrap().unwrap();
+        assert_eq!((m.value.into_vec(), m.expire_ms), (format!("v{i}").into_bytes(), later));
+    }
+    let idle = store.meta_cache.idle_secs(store.space, b"s7");
+    assert!((100..110).contains(&idle), "{idle}");
+    assert_eq!(key::read(&ks, b"twice").unwrap(), Some(last));
+    assert!(ks.meta(b"past").unwrap().is_none());
+}
