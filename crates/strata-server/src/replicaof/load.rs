@@ -5,9 +5,10 @@
 //! The file is read through once before anything changes (every record decoded, the database
 //! numbers checked against `databases`, the checksum verified), so a file this server cannot
 //! load leaves the dataset as it was. Then every database is emptied, the function libraries
-//! replaced by the file's, and each key written with its expiry time (one batch per key, as
-//! RESTORE writes it); a key whose time has passed is not written, but by a full sync, which
-//! keeps it for the master's DEL ([`load_synced`]).
+//! replaced by the file's, and each key written with its expiry time, many keys a batch
+//! (`types::rdb::key::BulkLoad`: none is looked for, no event is raised, as in Redis's load);
+//! a key whose time has passed is not written, but by a full sync, which keeps it for the
+//! master's DEL ([`load_synced`]).
 
 use std::fs::File;
 use std::io::BufReader;
