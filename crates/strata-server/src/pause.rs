@@ -15,8 +15,9 @@
 //! `PAUSE_DURING_FAILOVER`): until the failover ends, whatever CLIENT PAUSE and CLIENT
 //! UNPAUSE do meanwhile.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -198,5 +199,53 @@ mod tests {
         p.wait().await;
         assert!(started.elapsed() >= Duration::from_millis(50));
         assert_eq!(p.current(), None);
+    }
+}
+
+/// DEBUG SLEEP's hold of the whole server: redis-server's one thread sleeps, so no other
+/// client is served, no replication link connects or applies, and no expiry runs meanwhile
+/// (Sentinel's and Redis's own tests stall a server so). Here the sleeping connection's
+/// thread sleeps, and the others wait at their next command ([`Frozen::wait`]: the
+/// connection threads, the link to a master, the expiry rounds). One relaxed load where
+/// nothing sleeps.
+#[derive(Default)]
+pub struct Frozen {
+    /// Until when, in microseconds from [`Frozen::base`] (0: no sleep).
+    until: AtomicU64,
+}
+
+impl Frozen {
+    /// The instant the deadlines count from (the first use).
+    fn base() -> Instant {
+        static BASE: OnceLock<Instant> = OnceLock::new();
+        *BASE.get_or_init(Instant::now)
+    }
+
+    fn now() -> u64 {
+        u64::try_from(Self::base().elapsed().as_micros()).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// Sleeps the calling thread for `d`, holding the whole server as long (a later end of
+    /// another sleep meanwhile is kept).
+    pub fn sleep(&self, d: Duration) {
+        let until = Self::now().saturating_add(u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        self.until.fetch_max(until, Ordering::AcqRel);
+        std::thread::sleep(d);
+        let _ = self.until.compare_exchange(until, 0, Ordering::AcqRel, Ordering::Relaxed);
+    }
+
+    /// Blocks the calling thread while a [`Frozen::sleep`] holds the server.
+    pub fn wait(&self) {
+        loop {
+            let until = self.until.load(Ordering::Acquire);
+            if until == 0 {
+                return;
+            }
+            let now = Self::now();
+            if now >= until {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(until - now));
+        }
     }
 }

@@ -446,6 +446,8 @@ pub struct Shared {
     pub hll_sparse_max: AtomicUsize,
     /// CLIENT PAUSE's pause (`commands::client_pause`).
     pub pause: crate::pause::ClientPause,
+    /// DEBUG SLEEP's hold of the whole server (`pause::Frozen`).
+    pub frozen: crate::pause::Frozen,
     /// Client-side caching: the tracking clients and the keys they read
     /// (`commands::client_tracking`; `tracking-table-max-keys`, CONFIG SET changes it).
     pub tracking: Arc<crate::tracking::Tracking>,
@@ -556,6 +558,7 @@ impl Shared {
             scripts_may_call_noscript: AtomicBool::new(false),
             hll_sparse_max: AtomicUsize::new(hll_sparse_max),
             pause: crate::pause::ClientPause::default(),
+            frozen: crate::pause::Frozen::default(),
             tracking: Arc::new(crate::tracking::Tracking::new(tracking_max_keys)),
             acl,
             names: crate::config::renames::Renames::default(),

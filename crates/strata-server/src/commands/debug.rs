@@ -3,8 +3,8 @@
 //! is on a loopback address, with Redis's text; the refusal comes after the arity check, as
 //! in Redis (`commands::dispatch_found`).
 //!
-//! Allowed, it serves the subcommands that mean something here: `SLEEP` (the connection's
-//! thread sleeps, as Redis's one thread does), `SET-ACTIVE-EXPIRE` (the expiry task's rounds
+//! Allowed, it serves the subcommands that mean something here: `SLEEP` (the whole server
+//! stops, as Redis's one thread does: `pause::Frozen`), `SET-ACTIVE-EXPIRE` (the expiry task's rounds
 //! stop and start), `PAUSE-CRON` (the periodic rounds, Redis's `serverCron`: active expiry and
 //! the clients' round, held; the WAL's once-a-second sync is not), `OBJECT` (encoding,
 //! serialized length, idle time), `RELOAD` and `LOADAOF` (Redis saves its dataset or AOF and
@@ -85,7 +85,7 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
             "PAUSE-CRON <0|1>",
             "    Hold or resume the periodic rounds (active expiry, the clients' round).",
             "SLEEP <seconds>",
-            "    Stop this connection's thread for <seconds> (decimals allowed).",
+            "    Stop the server for <seconds> (decimals allowed).",
             "HELP",
             "    Print this help.",
         ];
@@ -93,7 +93,7 @@ pub fn debug(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResu
     } else if is(sub, "sleep") && args == 1 {
         let secs = std::str::from_utf8(&a[2]).ok().and_then(|s| s.trim().parse::<f64>().ok());
         let secs = secs.filter(|s| s.is_finite()).unwrap_or(0.0).clamp(0.0, 3600.0);
-        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+        sh.frozen.sleep(std::time::Duration::from_secs_f64(secs));
         out.ok();
     } else if is(sub, "replicate") && args >= 1 {
         replicate(sh, &a[2..]);

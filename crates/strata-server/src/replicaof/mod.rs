@@ -150,6 +150,8 @@ fn follow(sh: &Weak<Shared>, link: &Arc<LinkState>) {
 
 /// One attempt: connect, handshake, sync, then the stream until it breaks.
 fn session(sh: &Arc<Shared>, link: &Arc<LinkState>) -> Result<(), LinkError> {
+    // A DEBUG SLEEP holds the link too: no reconnection while the server sleeps.
+    sh.frozen.wait();
     let backlog = &sh.engine().backlog;
     let synced = wire::Wire::connect(sh, link)
         .and_then(|mut wire| handshake::run(sh, link, &mut wire).map(|sync| (wire, sync)));

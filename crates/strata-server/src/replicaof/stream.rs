@@ -62,6 +62,8 @@ pub fn apply(sh: &Arc<Shared>, link: &Arc<LinkState>, wire: &mut Wire) -> Result
             }
         }
         wire.buf.drain(..pos);
+        // A DEBUG SLEEP holds the stream's application too (`pause::Frozen`).
+        sh.frozen.wait();
         for (args, bytes) in frames.drain(..) {
             // The ACK tells the offset before the GETACK, as redis-server's does.
             if is_getack(&args) {

@@ -609,6 +609,8 @@ async fn handle(sh: Arc<Shared>, mut sock: Sock, addr: String, kill: tokio::task
         let mut next = 0;
         let mut waited = false;
         while next < frames.len() && !conn.close {
+            // A DEBUG SLEEP elsewhere stops this thread too (`pause::Frozen`).
+            sh.frozen.wait();
             // Under `appendfsync always` the replies wait for one WAL sync covering every
             // write the batch made. If it fails, nothing of the batch is acknowledged: the
             // connection closes without its replies.

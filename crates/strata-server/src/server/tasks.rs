@@ -248,7 +248,9 @@ pub struct Tick {
 /// says): then many keys expire at once, which the walk deletes at a fraction of the cost
 /// (it reads them in order; the index's keys are read one by one, far apart), and deleting
 /// them takes their entries out of the index. The walk goes first for as long as it runs
-/// out of time finding expired keys, then the due keys have what time it left.
+/// out of time finding expired keys, then the due keys have what time it left. While the
+/// server follows a master, a tick deletes only the writable replica's own keys that are due
+/// ([`own_expiry_only`]).
 pub fn expire_tick(
     sh: &Shared,
     from: &ExpiryPoint,
@@ -525,6 +527,8 @@ pub fn start(sh: &Arc<Shared>) {
             // Off the async workers, where a panic ends this round only (below).
             let active = s.active_expire.load(Ordering::Relaxed);
             let r = tokio::task::spawn_blocking(move || {
+                // A DEBUG SLEEP holds the expiry round too (`pause::Frozen`).
+                s2.frozen.wait();
                 redirect_blocked(&s2);
                 revoke_moved_shards(&s2);
                 // DEBUG SET-ACTIVE-EXPIRE 0: no round (the next starts from the beginning).

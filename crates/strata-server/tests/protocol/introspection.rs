@@ -944,6 +944,25 @@ fn debug_reload_checks_its_options_as_redis_does() {
     assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOFLUSH"]), ok());
 }
 
+/// DEBUG SLEEP stops the whole server, as redis-server's one thread sleeps: a client served
+/// by another connection thread waits for its end too (Sentinel's and Redis's tests stall a
+/// server so).
+#[test]
+fn debug_sleep_holds_every_connection() {
+    let srv = Server::start(&["--enable-debug-command", "yes", "--io-threads", "2"]);
+    // Two connections, one on each thread (a new one goes to the thread with fewer).
+    let (mut a, mut b) = (srv.raw(), srv.raw());
+    assert_eq!(b.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    let started = std::time::Instant::now();
+    a.send_raw(&Raw::encode(&[b"DEBUG", b"SLEEP", b"0.6"]));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(b.cmd(&["PING"]), Reply::Simple("PONG".into()));
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(550), "answered after {waited:?}");
+    assert_eq!(a.read(), Reply::Simple("OK".into()));
+    assert_eq!(a.cmd(&["PING"]), Reply::Simple("PONG".into()));
+}
+
 /// DEBUG as redis-server 7.0 guards it: refused by default (`enable-debug-command no`) with
 /// Redis's text, after the arity check; with `yes` (or `local`, from loopback) it serves
 /// OBJECT, SLEEP, SET-ACTIVE-EXPIRE, PAUSE-CRON, RELOAD (a SAVE), ERROR and HELP.
