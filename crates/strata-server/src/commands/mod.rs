@@ -911,7 +911,11 @@ pub fn dispatch_found(
             return;
         }
     };
-    if !conn.in_exec && scripting::busy_refusal(sh, cmd, args) {
+    // The master's commands are never refused so: Redis reads nothing of its master while a
+    // script is busy, and here a command of the master's that writes waits for the script
+    // (`script::gate`) where one that writes nothing (PING, SELECT) runs beside it. Refused,
+    // it would count as the replica's divergence (`replicaof::stream`).
+    if !conn.in_exec && !conn.master && scripting::busy_refusal(sh, cmd, args) {
         refuse_busy(sh, conn, cmd, out);
         return;
     }

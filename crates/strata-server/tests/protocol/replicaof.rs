@@ -716,3 +716,41 @@ fn errors_of_the_masters_commands_are_counted_and_debug_replicate_makes_one() {
     assert_eq!(rc.cmd(&["DEBUG", "REPLICATE", "fake-command-2"]), ok());
     assert_eq!(info_field(&mut rc, "replication", "master_repl_offset"), offset);
 }
+
+/// A script busy past `busy-reply-threshold` on a replica refuses its clients with BUSY, but
+/// not its master's commands (regression: a master's PING met BUSY, counted as the replica's
+/// divergence, and under `propagation-error-behavior panic` stopped the replica): a PING runs
+/// beside the script, a write waits for its end.
+#[test]
+fn the_masters_commands_are_never_refused_while_a_script_is_busy() {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mport = fake.local_addr().unwrap().port();
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["CONFIG", "SET", "busy-reply-threshold", "100"]), ok());
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
+    let (mut m, _) = handshake(&fake, s.port);
+    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
+    let rdb = FileWriter::new(Vec::new(), &[("redis-ver", b"7.0.15".as_slice())])
+        .unwrap()
+        .finish()
+        .unwrap();
+    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
+    m.send_raw(&rdb);
+    let mut sent = send_cmd(&mut m, &["SELECT", "0"]);
+    until_ack(&mut m, sent as i64);
+    let mut script = s.raw();
+    script.send_raw(&Raw::encode(&[b"EVAL", b"while true do end", b"0"]));
+    wait_for(
+        "the script to be busy",
+        || matches!(c.cmd(&["PING"]), Reply::Error(e) if e.starts_with("BUSY")),
+    );
+    sent += send_cmd(&mut m, &["PING"]);
+    sent += send_cmd(&mut m, &["SET", "k", "v"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.cmd(&["SCRIPT", "KILL"]), ok());
+    assert!(matches!(script.read(), Reply::Error(e) if e.contains("killed")));
+    until_ack(&mut m, sent as i64);
+    assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+    assert_eq!(info_field(&mut c, "stats", "unexpected_error_replies"), "0");
+}
