@@ -48,6 +48,31 @@ fn role(c: &mut Raw) -> Vec<Reply> {
     }
 }
 
+/// A server following a fake master on loopback that gave it `rdb` in a full sync: the
+/// master's listener (kept while the test runs), the server, a client of it, and the master's
+/// side of the link.
+fn following_a_fake_master(rdb: &[u8]) -> (TcpListener, Server, Raw, Raw) {
+    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mport = fake.local_addr().unwrap().port();
+    let s = Server::start(&[]);
+    let mut c = s.raw();
+    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
+    let (mut m, _) = handshake(&fake, s.port);
+    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
+    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
+    m.send_raw(rdb);
+    (fake, s, c, m)
+}
+
+/// An RDB of one key of database 0, `past`, holding "kept", whose time is long past.
+fn a_key_past_its_time() -> Vec<u8> {
+    let enc = Encodings::default();
+    let mut w = FileWriter::new(Vec::new(), &[("redis-ver", b"7.0.15".as_slice())]).unwrap();
+    w.select_db(0, 1, 1).unwrap();
+    w.key(b"past", &Value::String(b"kept".to_vec()), Some(1000), &enc).unwrap();
+    w.finish().unwrap()
+}
+
 #[test]
 fn a_replica_loads_the_masters_dataset_applies_its_stream_and_resumes() {
     let fake = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -450,20 +475,9 @@ fn a_dump_that_does_not_read_stops_the_start_and_leaves_the_directory() {
 /// keys too. Once the server is a master again, its expiry removes them.
 #[test]
 fn a_replica_keeps_keys_whose_time_is_up_for_its_masters_commands() {
-    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
-    let mport = fake.local_addr().unwrap().port();
-    let s = Server::start(&["--hash-max-listpack-entries", "0"]);
-    let mut c = s.raw();
-    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
-    let (mut m, _) = handshake(&fake, s.port);
-    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
-    let enc = Encodings::default();
-    let mut w = FileWriter::new(Vec::new(), &[("redis-ver", b"7.0.15".as_slice())]).unwrap();
-    w.select_db(0, 1, 1).unwrap();
-    w.key(b"past", &Value::String(b"kept".to_vec()), Some(1000), &enc).unwrap();
-    let rdb = w.finish().unwrap();
-    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
-    m.send_raw(&rdb);
+    let (_fake, _s, mut c, mut m) = following_a_fake_master(&a_key_past_its_time());
+    // The hash the master makes below in sub-keys, not compact.
+    assert_eq!(c.cmd(&["CONFIG", "SET", "hash-max-listpack-entries", "0"]), ok());
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
     let soon = (now.as_millis() + 300).to_string();
     let mut sent = 0;
@@ -639,20 +653,7 @@ fn clients_blocked_on_a_master_that_turns_replica_are_unblocked() {
 /// master's DEL, and the deletions go into no stream (the replica's is its master's).
 #[test]
 fn a_writable_replica_expires_the_keys_its_own_clients_wrote_with_a_time() {
-    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
-    let mport = fake.local_addr().unwrap().port();
-    let s = Server::start(&[]);
-    let mut c = s.raw();
-    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
-    let (mut m, _) = handshake(&fake, s.port);
-    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
-    let enc = Encodings::default();
-    let mut w = FileWriter::new(Vec::new(), &[("redis-ver", b"7.0.15".as_slice())]).unwrap();
-    w.select_db(0, 1, 1).unwrap();
-    w.key(b"past", &Value::String(b"kept".to_vec()), Some(1000), &enc).unwrap();
-    let rdb = w.finish().unwrap();
-    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
-    m.send_raw(&rdb);
+    let (_fake, _s, mut c, mut m) = following_a_fake_master(&a_key_past_its_time());
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
     let soon = (now.as_millis() + 200).to_string();
     let mut sent = 0;
@@ -723,20 +724,8 @@ fn errors_of_the_masters_commands_are_counted_and_debug_replicate_makes_one() {
 /// beside the script, a write waits for its end.
 #[test]
 fn the_masters_commands_are_never_refused_while_a_script_is_busy() {
-    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
-    let mport = fake.local_addr().unwrap().port();
-    let s = Server::start(&[]);
-    let mut c = s.raw();
+    let (_fake, s, mut c, mut m) = following_a_fake_master(&a_key_past_its_time());
     assert_eq!(c.cmd(&["CONFIG", "SET", "busy-reply-threshold", "100"]), ok());
-    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
-    let (mut m, _) = handshake(&fake, s.port);
-    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
-    let rdb = FileWriter::new(Vec::new(), &[("redis-ver", b"7.0.15".as_slice())])
-        .unwrap()
-        .finish()
-        .unwrap();
-    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
-    m.send_raw(&rdb);
     let mut sent = send_cmd(&mut m, &["SELECT", "0"]);
     until_ack(&mut m, sent as i64);
     let mut script = s.raw();
