@@ -206,7 +206,7 @@ mod tests {
 /// client is served, no replication link connects or applies, and no expiry runs meanwhile
 /// (Sentinel's and Redis's own tests stall a server so). Here the sleeping connection's
 /// thread sleeps, and the others wait at their next command ([`Frozen::wait`]: the
-/// connection threads, the link to a master, the expiry rounds). One relaxed load where
+/// connection threads, the link to a master, the expiry rounds). One atomic load where
 /// nothing sleeps.
 #[derive(Default)]
 pub struct Frozen {
