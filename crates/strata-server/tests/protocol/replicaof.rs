@@ -526,16 +526,8 @@ fn a_replica_keeps_keys_whose_time_is_up_for_its_masters_commands() {
 /// CLIENT KILL TYPE master ends it, after which the link connects again and resumes.
 #[test]
 fn the_link_is_listed_as_the_master_client_and_client_kill_ends_it() {
-    let fake = TcpListener::bind("127.0.0.1:0").unwrap();
-    let mport = fake.local_addr().unwrap().port();
-    let s = Server::start(&[]);
-    let mut c = s.raw();
-    assert_eq!(c.cmd(&["REPLICAOF", "127.0.0.1", &mport.to_string()]), ok());
-    let (mut m, _) = handshake(&fake, s.port);
-    m.send_raw(format!("+FULLRESYNC {REPLID} 0\r\n").as_bytes());
     let rdb = FileWriter::new(Vec::new(), &[]).unwrap().finish().unwrap();
-    m.send_raw(format!("${}\r\n", rdb.len()).as_bytes());
-    m.send_raw(&rdb);
+    let (fake, s, mut c, mut m) = following_a_fake_master(&rdb);
     let sent = send_cmd(&mut m, &["SELECT", "4"]);
     until_ack(&mut m, sent as i64);
     let list = |c: &mut Raw, filter: &[&str]| {
