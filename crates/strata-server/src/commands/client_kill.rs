@@ -117,7 +117,7 @@ pub fn kill(sh: &Shared, c: &mut Conn, a: &[Vec<u8>], out: &mut Out) -> CmdResul
         parse(sh, a)?
     };
     let subscribed = f.class.is_some().then(|| sh.pubsub.subscribed());
-    let replicas = sh.replicas.ids();
+    let replicas = f.class.map(|_| sh.replicas.ids()).unwrap_or_default();
     let victims: Vec<u64> = {
         let clients = sh.clients.lock();
         clients

@@ -611,7 +611,7 @@ fn client_list(sh: &Shared, filter: &[Vec<u8>]) -> Result<String, CmdError> {
         _ => return Err(SYNTAX.into()),
     };
     let subscribed = class.map(|_| sh.pubsub.subscribed());
-    let replicas = sh.replicas.ids();
+    let replicas = class.map(|_| sh.replicas.ids()).unwrap_or_default();
     let cl = sh.clients.lock();
     let ids = named.unwrap_or_else(|| {
         let mut ids: Vec<u64> = cl.keys().copied().collect();

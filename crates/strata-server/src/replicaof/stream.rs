@@ -155,28 +155,27 @@ const SAID_AT_ONCE: u64 = 10;
 impl Errors {
     fn note(&mut self, sh: &Shared, args: &[Vec<u8>], reply: &[u8]) {
         sh.stats.unexpected_errors.fetch_add(1, Ordering::Relaxed);
+        self.window.get_or_insert_with(Instant::now);
+        let panics = panics(sh);
+        if self.said >= SAID_AT_ONCE && !panics {
+            self.held += 1;
+            return;
+        }
+        self.said += 1;
         let reply = String::from_utf8_lossy(reply);
-        let error = reply.strip_prefix('-').unwrap_or(&reply).trim_end();
+        let error: String =
+            reply.strip_prefix('-').unwrap_or(&reply).trim_end().chars().take(4096).collect();
         let name = commands::find(sh, &args[0]).map_or("<unknown>", |c| c.name);
-        let line = format!(
-            "== CRITICAL == This replica is sending an error to its master: '{}' after \
-             processing the command '{name}'",
-            error.chars().take(4096).collect::<String>()
+        eprintln!(
+            "== CRITICAL == This replica is sending an error to its master: '{error}' after \
+             processing the command '{name}'"
         );
-        if panics(sh) {
-            eprintln!("{line}");
+        if panics {
             eprintln!(
                 "This replica panicked sending an error to its master after processing the \
                  command '{name}' (propagation-error-behavior)"
             );
             std::process::abort();
-        }
-        self.window.get_or_insert_with(Instant::now);
-        if self.said < SAID_AT_ONCE {
-            self.said += 1;
-            eprintln!("{line}");
-        } else {
-            self.held += 1;
         }
     }
 

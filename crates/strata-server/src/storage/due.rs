@@ -192,30 +192,29 @@ impl DueIndex {
 
     /// Drops every entry of family set `set` (its keys were all deleted: FLUSHDB).
     pub fn forget_set(&self, set: u32) {
+        self.forget_where(|e| e.set == set);
+    }
+
+    /// Drops every entry (a replica's own keys, when it starts or stops following a master).
+    pub fn clear(&self) {
+        self.forget_where(|_| true);
+    }
+
+    /// Drops the entries `gone` picks.
+    fn forget_where(&self, gone: impl Fn(&Entry) -> bool) {
         for stripe in &self.stripes {
             let mut s = stripe.lock();
             let s = &mut *s;
             let before = s.by_hash.len();
             let by_time = &mut s.by_time;
             s.by_hash.retain(|h, e| {
-                let keep = e.set != set;
+                let keep = !gone(e);
                 if !keep {
                     by_time.remove(&(e.due, *h));
                 }
                 keep
             });
             self.len.fetch_sub(before - s.by_hash.len(), Ordering::Relaxed);
-        }
-    }
-
-    /// Drops every entry (a replica's own keys, when it starts or stops following a master).
-    pub fn clear(&self) {
-        for stripe in &self.stripes {
-            let mut s = stripe.lock();
-            let n = s.by_hash.len();
-            s.by_hash.clear();
-            s.by_time.clear();
-            self.len.fetch_sub(n, Ordering::Relaxed);
         }
     }
 
@@ -284,7 +283,7 @@ mod tests {
     }
 
     #[test]
-    fn without_a_reader_nothing_is_noted_and_forget_set_drops_one_set() {
+    fn without_a_reader_nothing_is_noted_forget_set_drops_one_set_and_clear_all() {
         let ix = DueIndex::default();
         ix.note_record(0, b"k", &5u64.to_le_bytes());
         assert!(ix.is_empty());
@@ -299,6 +298,12 @@ mod tests {
         sets.sort_unstable();
         sets.dedup();
         assert_eq!(sets, vec![0, 2]);
+        // `clear` drops every set's.
+        for set in 0..3 {
+            ix.note(set, b"k", 100);
+        }
+        ix.clear();
+        assert!(ix.is_empty() && ix.take_due(u64::MAX, 10).is_empty());
     }
 
     #[test]
