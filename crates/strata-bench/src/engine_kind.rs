@@ -120,6 +120,7 @@ impl EngineKind {
 
 /// Engine-class flags Strata applies (`engine/strata.rs`, `build_options`).
 pub const STRATA_HONOURED_FLAGS: &[&str] = &[
+    "options_file",
     "mmap_read",
     "enable_blob_files",
     "min_blob_size",

@@ -534,6 +534,47 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn an_options_file_gives_the_options_and_db_benchs_set_up_goes_over_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("OPTIONS-000007");
+        let text = "[Version]\n  options_file_version=1.1\n[DBOptions]\n  max_open_files=77\n  \
+            a_rocksdb_only_option=1\n[CFOptions \"default\"]\n  write_buffer_size=4194304\n  \
+            level0_file_num_compaction_trigger=6\n[TableOptions/BlockBasedTable \"default\"]\n  \
+            filter_policy=nullptr\n";
+        std::fs::write(&file, text).unwrap();
+        let arg = format!("--options_file={}", file.display());
+        let o = strata_options(&[
+            &arg,
+            "--write_buffer_size=1048576",
+            "--cache_size=1048576",
+            "--bloom_bits=12",
+            "--use_existing_db=true",
+            "--merge_operator=uint64add",
+        ])
+        .unwrap();
+        // The file's options win over the option flags (which db_bench ignores then).
+        assert_eq!((o.max_open_files, o.write_buffer_size), (77, 4 << 20));
+        assert_eq!(o.level0_file_num_compaction_trigger, 6);
+        // db_bench's set-up goes over the file: its cache, a filter where the file has none,
+        // the merge operator, no create.
+        assert_eq!(o.block_cache.as_ref().map(strata::Cache::capacity), Some(1 << 20));
+        assert_eq!(o.bloom_bits_per_key, 12);
+        assert!(o.merge_operator.is_some() && !o.create_if_missing);
+        // A missing file or a bad one is an error naming the flag and the file.
+        let missing = format!("--options_file={}", dir.path().join("absent").display());
+        let e = strata_options(&[&missing]).unwrap_err().to_string();
+        assert!(e.contains("--options_file=") && e.contains("absent"), "{e}");
+        std::fs::write(
+            &file,
+            "[Version]\n  options_file_version=1.1\n[DBOptions]\n  \
+            max_open_files=many\n[CFOptions \"default\"]\n",
+        )
+        .unwrap();
+        let e = strata_options(&[&arg]).unwrap_err().to_string();
+        assert!(e.contains("OPTIONS-000007 line 4") && e.contains("max_open_files"), "{e}");
+    }
+
+    #[test]
     fn blob_cache_flags_follow_db_bench() {
         let blob = ["--enable_blob_files=true", "--cache_size=1048576"];
         let with = |more: &[&str]| {

@@ -276,6 +276,42 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         o.prefix_extractor = Some(PrefixExtractor::Fixed(f.prefix_size as usize));
     }
     apply_compaction_style(f, &mut o)?;
+    if !f.options_file.is_empty() {
+        return options_from_file(&f.options_file, o);
+    }
+    Ok(o)
+}
+
+/// db_bench's `--options_file`: the file's DB options and its default family's, read as
+/// `Options::load_from_file` reads them (options Strata does not have skipped: a file RocksDB
+/// wrote names many), then only what db_bench's own set-up puts over an OPTIONS file, taken
+/// from `flags` (the options the flags made): the DB created unless `--use_existing_db`, the
+/// run's block cache when `--cache_size` is above 0, a Bloom filter of `--bloom_bits` when
+/// the file sets none, and `--wal_dir`, `--rate_limiter_bytes_per_sec` and
+/// `--merge_operator` where given. Every other option flag is left unapplied, as db_bench
+/// leaves it.
+fn options_from_file(file: &str, flags: Options) -> Result<Options> {
+    let cache = flags.block_cache.clone().unwrap_or_else(|| Cache::new_lru_cache(8 << 20));
+    let env = strata::Env::new().map_err(|e| anyhow!("--options_file={file}: {e}"))?;
+    let (mut o, _) = Options::load_from_file(file, env, true, cache)
+        .map_err(|e| anyhow!("--options_file={file}: {e}"))?;
+    o.create_if_missing = flags.create_if_missing;
+    if flags.block_cache.is_some() {
+        o.block_cache = flags.block_cache;
+        o.block_cache_size = flags.block_cache_size;
+    }
+    if o.bloom_bits_per_key == 0 {
+        o.bloom_bits_per_key = flags.bloom_bits_per_key;
+    }
+    if flags.wal_dir.is_some() {
+        o.wal_dir = flags.wal_dir;
+    }
+    if flags.rate_limiter.is_some() {
+        o.rate_limiter = flags.rate_limiter;
+    }
+    if flags.merge_operator.is_some() {
+        o.merge_operator = flags.merge_operator;
+    }
     Ok(o)
 }
 

@@ -443,11 +443,16 @@ pub(crate) fn newest(fs: &dyn FileSystem, dir: &Path) -> Result<Option<(FileNumb
 /// The newest OPTIONS file in `dir` and its text; `None` when there is none.
 pub(crate) fn read_latest(fs: &dyn FileSystem, dir: &Path) -> Result<Option<(PathBuf, String)>> {
     let Some((_, path)) = newest(fs, dir)? else { return Ok(None) };
-    let bytes = fs.open(&path)?.read_all()?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        Error::corruption(&path, e.utf8_error().valid_up_to() as u64, "OPTIONS is not UTF-8 text")
-    })?;
+    let text = read(fs, &path)?;
     Ok(Some((path, text)))
+}
+
+/// The text of the OPTIONS file at `path`.
+pub(crate) fn read(fs: &dyn FileSystem, path: &Path) -> Result<String> {
+    let bytes = fs.open(path)?.read_all()?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::corruption(path, e.utf8_error().valid_up_to() as u64, "OPTIONS is not UTF-8 text")
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! dropped and after `set_options`, the newest two kept; `Options::load_latest` reads the
 //! newest back; a read-only open writes none; older files stay while file deletions are
 //! disabled; checkpoints and backups carry one; a file with options this build does not know
-//! loads only when told to skip them.
+//! loads only when told to skip them; `Options::load_from_file` reads a named one the same way.
 
 use std::path::Path;
 
@@ -172,4 +172,42 @@ fn options_this_build_does_not_know_load_only_when_skipped() {
     .unwrap();
     let e = load(dir.path(), true).unwrap_err().to_string();
     assert!(e.contains("OPTIONS-1000000 line 5") && e.contains("write_buffer_size"), "{e}");
+}
+
+#[test]
+fn a_named_options_file_loads_as_a_dbs_newest_does() {
+    // Another DB's file, read by name (RocksDB's LoadOptionsFromFile): its options and
+    // families, with options this build does not know refused unless skipped.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tuned.ini");
+    let text = "[Version]\n  options_file_version=1.1\n\n[DBOptions]\n  max_open_files=77\n  \
+        some_future_option=1\n\n[CFOptions \"default\"]\n  write_buffer_size=4194304\n\n\
+        [TableOptions/BlockBasedTable \"default\"]\n  block_size=16384\n\n\
+        [CFOptions \"events\"]\n  level0_file_num_compaction_trigger=6\n";
+    std::fs::write(&file, text).unwrap();
+    let cache = || Cache::new_lru_cache(1 << 20);
+    let e = Options::load_from_file(&file, Env::new().unwrap(), false, cache()).unwrap_err();
+    let e = e.to_string();
+    assert!(e.contains("tuned.ini line 6") && e.contains("some_future_option"), "{e}");
+    let (o, cfs) = Options::load_from_file(&file, Env::new().unwrap(), true, cache()).unwrap();
+    assert_eq!((o.max_open_files, o.write_buffer_size, o.block_size), (77, 4 << 20, 16384));
+    let names: Vec<&str> = cfs.iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["default", "events"]);
+    assert_eq!(cfs[1].options().level0_file_num_compaction_trigger, 6);
+    assert_eq!(cfs[1].options().max_open_files, 77, "a family starts from the DB options");
+    // A missing file, and one that is not an OPTIONS file, are errors naming it.
+    let missing = dir.path().join("absent.ini");
+    let e = Options::load_from_file(&missing, Env::new().unwrap(), true, cache()).unwrap_err();
+    assert!(e.to_string().contains("absent.ini"), "{e}");
+    std::fs::write(&file, "max_open_files=1\n").unwrap();
+    let e = Options::load_from_file(&file, Env::new().unwrap(), true, cache()).unwrap_err();
+    assert!(e.to_string().contains("tuned.ini line 1"), "{e}");
+    // The loaded options open a DB, which writes them into its own OPTIONS file.
+    std::fs::write(&file, text).unwrap();
+    let (mut o, _) = Options::load_from_file(&file, Env::new().unwrap(), true, cache()).unwrap();
+    o.create_if_missing(true);
+    let db_dir = dir.path().join("db");
+    DB::open(&o, &db_dir).unwrap().put(b"k", b"v").unwrap();
+    let (again, _) = load(&db_dir, false).unwrap();
+    assert_eq!((again.max_open_files, again.block_size), (77, 16384));
 }
