@@ -381,8 +381,25 @@ fn missing_feature(flags: &Flags, honoured: &[&str]) -> Option<String> {
     None
 }
 
+/// The option flags applied over an OPTIONS file (`--options_file`, as db_bench's set-up
+/// applies them: `engine/strata.rs`, `options_from_file`); the others are not applied then.
+const OVER_OPTIONS_FILE: &[&str] = &[
+    "options_file",
+    "cache_size",
+    "cache_type",
+    "cache_numshardbits",
+    "cache_high_pri_pool_ratio",
+    "block_cache_admission",
+    "bloom_bits",
+    "wal_dir",
+    "rate_limiter_bytes_per_sec",
+    "rate_limiter_auto_tuned",
+    "merge_operator",
+];
+
 /// Rejects non-default engine-class flags the engine cannot honour; returns notes for hint
-/// flags it does not apply, one per flag.
+/// flags it does not apply, one per flag, and with `--options_file`, for the option flags
+/// given that the file's options replace.
 fn check_engine_flags(
     flags: &Flags,
     set: &BTreeSet<&'static str>,
@@ -408,6 +425,15 @@ fn check_engine_flags(
             )),
             Class::Tool => {}
         }
+    }
+    if !flags.options_file.is_empty() {
+        notes.extend(set.iter().filter(|n| !OVER_OPTIONS_FILE.contains(n)).filter_map(|name| {
+            let info = flags::info(name)?;
+            (info.class != Class::Tool && !flags.is_default(name)).then(|| {
+                let value = flags.value_text(name).unwrap_or_default();
+                format!("--{name}={value} is not applied: --options_file gives the options (as in db_bench)")
+            })
+        }));
     }
     if !errors.is_empty() {
         bail!(

@@ -560,6 +560,17 @@ pub(crate) mod tests {
         assert_eq!(o.block_cache.as_ref().map(strata::Cache::capacity), Some(1 << 20));
         assert_eq!(o.bloom_bits_per_key, 12);
         assert!(o.merge_operator.is_some() && !o.create_if_missing);
+        // The option flags the file replaces are named in the run's notes, not the others.
+        let c = crate::config::Config::from_args(&[
+            "--db=/tmp/x",
+            &arg,
+            "--write_buffer_size=1048576",
+            "--cache_size=1048576",
+        ])
+        .unwrap();
+        let notes = c.notes.join("\n");
+        assert!(notes.contains("--write_buffer_size=1048576 is not applied"), "{notes}");
+        assert!(!notes.contains("--cache_size"), "{notes}");
         // A missing file or a bad one is an error naming the flag and the file.
         let missing = format!("--options_file={}", dir.path().join("absent").display());
         let e = strata_options(&[&missing]).unwrap_err().to_string();
