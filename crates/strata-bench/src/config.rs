@@ -429,7 +429,8 @@ fn check_engine_flags(
     if !flags.options_file.is_empty() {
         notes.extend(set.iter().filter(|n| !OVER_OPTIONS_FILE.contains(n)).filter_map(|name| {
             let info = flags::info(name)?;
-            (info.class != Class::Tool && !flags.is_default(name)).then(|| {
+            let applied = info.class != Class::Tool && honoured.contains(name);
+            (applied && !flags.is_default(name)).then(|| {
                 let value = flags.value_text(name).unwrap_or_default();
                 format!("--{name}={value} is not applied: --options_file gives the options (as in db_bench)")
             })
