@@ -29,9 +29,7 @@ impl Options {
         ignore_unknown_options: bool,
         cache: Cache,
     ) -> Result<(Options, Vec<ColumnFamilyDescriptor>)> {
-        let mut opts = Options::default();
-        opts.set_env(&env);
-        opts.block_cache = Some(cache);
+        let opts = starting(&env, cache);
         let Some((file, text)) = options_file::read_latest(opts.fs.as_ref(), path.as_ref())? else {
             let names = Db::list_cf(&opts, path.as_ref())?;
             let cfs =
@@ -52,13 +50,20 @@ impl Options {
         ignore_unknown_options: bool,
         cache: Cache,
     ) -> Result<(Options, Vec<ColumnFamilyDescriptor>)> {
-        let mut opts = Options::default();
-        opts.set_env(&env);
-        opts.block_cache = Some(cache);
+        let opts = starting(&env, cache);
         let file = file.as_ref();
         let text = options_file::read(opts.fs.as_ref(), file)?;
         from_text(opts, file, &text, ignore_unknown_options)
     }
+}
+
+/// The options a load starts from: the defaults, with `env`'s file system and `cache` as the
+/// block cache (module doc).
+fn starting(env: &Env, cache: Cache) -> Options {
+    let mut opts = Options::default();
+    opts.set_env(env);
+    opts.block_cache = Some(cache);
+    opts
 }
 
 /// `opts` with the options of `text` (the OPTIONS file `file`) applied: its `[DBOptions]` and
