@@ -411,12 +411,21 @@ fn check_engine_flags(
     }
     let mut errors = Vec::new();
     let mut notes = Vec::new();
+    let from_file = !flags.options_file.is_empty();
     for name in set {
         let Some(info) = flags::info(name) else { continue };
-        if info.class == Class::Tool || flags.is_default(name) || honoured.contains(name) {
+        if info.class == Class::Tool || flags.is_default(name) {
             continue;
         }
         let value = flags.value_text(name).unwrap_or_default();
+        if honoured.contains(name) {
+            if from_file && !OVER_OPTIONS_FILE.contains(name) {
+                notes.push(format!(
+                    "--{name}={value} is not applied: --options_file gives the options (as in db_bench)"
+                ));
+            }
+            continue;
+        }
         match info.class {
             Class::Engine => errors.push(format!("--{name}={value}")),
             Class::Hint => notes.push(format!(
@@ -425,16 +434,6 @@ fn check_engine_flags(
             )),
             Class::Tool => {}
         }
-    }
-    if !flags.options_file.is_empty() {
-        notes.extend(set.iter().filter(|n| !OVER_OPTIONS_FILE.contains(n)).filter_map(|name| {
-            let info = flags::info(name)?;
-            let applied = info.class != Class::Tool && honoured.contains(name);
-            (applied && !flags.is_default(name)).then(|| {
-                let value = flags.value_text(name).unwrap_or_default();
-                format!("--{name}={value} is not applied: --options_file gives the options (as in db_bench)")
-            })
-        }));
     }
     if !errors.is_empty() {
         bail!(

@@ -303,15 +303,10 @@ fn options_from_file(file: &str, flags: Options) -> Result<Options> {
     if o.bloom_bits_per_key == 0 {
         o.bloom_bits_per_key = flags.bloom_bits_per_key;
     }
-    if flags.wal_dir.is_some() {
-        o.wal_dir = flags.wal_dir;
-    }
-    if flags.rate_limiter.is_some() {
-        o.rate_limiter = flags.rate_limiter;
-    }
-    if flags.merge_operator.is_some() {
-        o.merge_operator = flags.merge_operator;
-    }
+    // The flag's where given, else the file's.
+    o.wal_dir = flags.wal_dir.or(o.wal_dir);
+    o.rate_limiter = flags.rate_limiter.or(o.rate_limiter);
+    o.merge_operator = flags.merge_operator.or(o.merge_operator);
     Ok(o)
 }
 
