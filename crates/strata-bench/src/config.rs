@@ -381,8 +381,10 @@ fn missing_feature(flags: &Flags, honoured: &[&str]) -> Option<String> {
     None
 }
 
-/// The option flags applied over an OPTIONS file (`--options_file`, as db_bench's set-up
-/// applies them: `engine/strata.rs`, `options_from_file`); the others are not applied then.
+/// The engine flags applied with an OPTIONS file (`--options_file`): the option flags
+/// db_bench's set-up puts over the file (`engine/strata.rs`, `options_from_file`;
+/// `engine/rocks.rs`, `from_options_file`), then the flags that choose how the run opens and
+/// uses the DB rather than its options. The other option flags are not applied then.
 const OVER_OPTIONS_FILE: &[&str] = &[
     "options_file",
     "cache_size",
@@ -391,10 +393,22 @@ const OVER_OPTIONS_FILE: &[&str] = &[
     "cache_high_pri_pool_ratio",
     "block_cache_admission",
     "bloom_bits",
+    "use_ribbon_filter",
     "wal_dir",
     "rate_limiter_bytes_per_sec",
     "rate_limiter_auto_tuned",
     "merge_operator",
+    // Not options of the DB:
+    "num_column_families",
+    "readonly",
+    "transaction_db",
+    "optimistic_transaction_db",
+    "transaction_lock_timeout",
+    "use_tailing_iterator",
+    "multiread_batched",
+    "sync",
+    "disable_wal",
+    "verify_checksum",
 ];
 
 /// Rejects non-default engine-class flags the engine cannot honour; returns notes for hint

@@ -234,6 +234,7 @@ pub const STRATA_HONOURED_FLAGS: &[&str] = &[
 
 /// Engine-class and hint flags applied to RocksDB (`engine/rocks.rs`).
 pub const ROCKSDB_HONOURED_FLAGS: &[&str] = &[
+    "options_file",
     "transaction_db",
     "optimistic_transaction_db",
     "transaction_lock_timeout",

@@ -6,9 +6,9 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use rocksdb::{
-    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, CompactionPri,
-    DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions, MemtableFactory,
-    MergeOperands, Options, ReadOptions, SliceTransform, UniversalCompactOptions,
+    BlockBasedOptions, BottommostLevelCompaction, Cache, ColumnFamilyDescriptor, CompactOptions,
+    CompactionPri, DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions,
+    MemtableFactory, MergeOperands, Options, ReadOptions, SliceTransform, UniversalCompactOptions,
     UniversalCompactionStopStyle, WaitForCompactOptions, WriteBatch, WriteBufferManager,
     WriteOptions, DB,
 };
@@ -276,14 +276,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         o.set_max_successive_merges(f.max_successive_merges as usize);
     }
     o.set_compaction_readahead_size(usize::try_from(f.compaction_readahead_size)?);
-    if f.rate_limiter_bytes_per_sec > 0 {
-        let rate = f.rate_limiter_bytes_per_sec as i64;
-        if f.rate_limiter_auto_tuned {
-            o.set_auto_tuned_ratelimiter(rate, 100_000, 10);
-        } else {
-            o.set_ratelimiter(rate, 100_000, 10);
-        }
-    }
+    set_rate_limiter(f, &mut o);
     // Compression.
     let ct = compression_of(cfg.compression)?;
     o.set_compression_type(ct);
@@ -373,41 +366,109 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     Ok(o)
 }
 
-pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
-    let mut opts = build_options(cfg)?;
-    if cfg.flags.transaction_db || cfg.flags.optimistic_transaction_db {
-        return super::rocks_txn::open(cfg, opts);
+/// The options of `--options_file`, as db_bench's `InitializeOptionsFromFile` and then its
+/// `InitializeOptionsGeneral` make them: RocksDB's loader reads the file as given (unknown
+/// options refused), then a copy in which each of the families `names` (default first) has
+/// the file's first family's options with a filter where it has none (`--bloom_bits`) and
+/// `--merge_operator` by RocksDB's registered name (`options_text`); the run's block cache
+/// (`--cache_size` > 0, else a file's default, 32 MiB of HyperClock); and over the DB
+/// options, creation, statistics and the flags' WAL directory and rate limiter.
+fn from_options_file(
+    cfg: &Config,
+    names: &[String],
+) -> Result<(Options, Vec<ColumnFamilyDescriptor>)> {
+    use super::options_text::{for_families, OverFile};
+    let f = &cfg.flags;
+    let file = f.options_file.as_str();
+    let text = std::fs::read_to_string(file).with_context(|| format!("--options_file={file}"))?;
+    // The loader reads a DB directory's newest OPTIONS file: a directory of its own for it.
+    let dir = tempfile::tempdir().with_context(|| format!("--options_file={file}: temp dir"))?;
+    let copy = dir.path().join("OPTIONS-000001");
+    let load = |text: &str, cache: Cache| -> Result<(Options, Vec<ColumnFamilyDescriptor>)> {
+        std::fs::write(&copy, text).with_context(|| format!("writing {}", copy.display()))?;
+        let env = rocksdb::Env::new()?;
+        Options::load_latest(dir.path(), env, false, cache).map_err(|e| {
+            let copy = copy.display().to_string();
+            anyhow!("--options_file={file}: {}", e.to_string().replace(&copy, file))
+        })
+    };
+    let default_cache = || Cache::new_hyper_clock_cache(32 << 20, 0);
+    load(&text, default_cache())?;
+    let filter = match f.bloom_bits {
+        b if b <= 0 => None,
+        b if f.use_ribbon_filter => Some(format!("ribbonfilter:{b}")),
+        b => Some(format!("bloomfilter:{b}")),
+    };
+    let merge_operator = Some(f.merge_operator.clone()).filter(|m| !m.is_empty());
+    let over = OverFile { filter, merge_operator };
+    let text =
+        for_families(&text, names, &over).map_err(|e| anyhow!("--options_file={file}: {e}"))?;
+    let (mut o, families) = load(&text, block_cache(f)?.unwrap_or_else(default_cache))?;
+    o.create_if_missing(!cfg.use_existing_db);
+    o.create_missing_column_families(true);
+    if f.statistics {
+        o.enable_statistics();
     }
+    if !f.wal_dir.is_empty() {
+        o.set_wal_dir(&f.wal_dir);
+    }
+    set_rate_limiter(f, &mut o);
+    Ok((o, families))
+}
+
+fn set_rate_limiter(f: &crate::flags::Flags, o: &mut Options) {
+    if f.rate_limiter_bytes_per_sec > 0 {
+        let rate = f.rate_limiter_bytes_per_sec as i64;
+        if f.rate_limiter_auto_tuned {
+            o.set_auto_tuned_ratelimiter(rate, 100_000, 10);
+        } else {
+            o.set_ratelimiter(rate, 100_000, 10);
+        }
+    }
+}
+
+/// The DB options and the families to open: `--num_column_families`' (created when missing)
+/// and any other family an existing DB has (RocksDB must open them all), default first, each
+/// with the run's options (the flags', or `--options_file`'s).
+fn options_and_families(cfg: &Config) -> Result<(Options, Vec<ColumnFamilyDescriptor>)> {
     let n = super::num_column_families(cfg)?;
-    // `--num_column_families`: the families keys are spread over (created when missing), and
-    // any other family an existing DB has (RocksDB must open them all).
-    let mut names: Vec<String> = (1..n).map(super::column_family_name).collect();
+    let mut names: Vec<String> = (0..n).map(super::column_family_name).collect();
     if cfg.db.join("CURRENT").is_file() {
-        for existing in DB::list_cf(&opts, &cfg.db)? {
-            if existing != rocksdb::DEFAULT_COLUMN_FAMILY_NAME && !names.contains(&existing) {
+        for existing in DB::list_cf(&Options::default(), &cfg.db)? {
+            if !names.contains(&existing) {
                 names.push(existing);
             }
         }
     }
+    if !cfg.flags.options_file.is_empty() {
+        return from_options_file(cfg, &names);
+    }
+    let mut opts = build_options(cfg)?;
     if n > 1 {
         opts.create_missing_column_families(true);
     }
     // The default column family is opened by descriptor, with the same options, so that
     // `cf_handle("default")` (batched MultiGet) finds it. (`open_cf` by name would give it
     // default options: no merge operator, no table options.)
-    let cf = || {
-        std::iter::once(rocksdb::DEFAULT_COLUMN_FAMILY_NAME.to_string())
-            .chain(names.iter().cloned())
-            .map(|name| rocksdb::ColumnFamilyDescriptor::new(name, opts.clone()))
-            .collect::<Vec<_>>()
-    };
+    let families =
+        names.into_iter().map(|name| ColumnFamilyDescriptor::new(name, opts.clone())).collect();
+    Ok((opts, families))
+}
+
+pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
+    let (opts, families) = options_and_families(cfg)?;
+    if cfg.flags.transaction_db || cfg.flags.optimistic_transaction_db {
+        return super::rocks_txn::open(cfg, opts, families);
+    }
+    let n = super::num_column_families(cfg)?;
     let db = if cfg.flags.readonly {
-        DB::open_cf_descriptors_read_only(&opts, &cfg.db, cf(), false)?
+        DB::open_cf_descriptors_read_only(&opts, &cfg.db, families, false)?
     } else {
-        DB::open_cf_descriptors(&opts, &cfg.db, cf())?
+        DB::open_cf_descriptors(&opts, &cfg.db, families)?
     };
     let f = &cfg.flags;
-    if !f.readonly {
+    // With an OPTIONS file, its universal and FIFO options stand.
+    if !f.readonly && f.options_file.is_empty() {
         // What the `rocksdb` crate's option setters do not reach: set as mutable options
         // right after the open, before any write.
         if f.compaction_style == 1 && f.universal_allow_trivial_move {
@@ -749,5 +810,97 @@ mod tests {
         // Table files are listed for compact0/compact1.
         e.flush().expect("flush");
         assert_eq!(e.live_files().expect("live files").len(), 1);
+    }
+
+    /// The newest OPTIONS file RocksDB wrote into `db`.
+    fn newest_options(db: &std::path::Path) -> std::path::PathBuf {
+        let mut files: Vec<_> = std::fs::read_dir(db)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("OPTIONS-")))
+            .collect();
+        files.sort();
+        files.pop().expect("an OPTIONS file")
+    }
+
+    fn config(args: &[String]) -> Config {
+        let mut a = vec!["--engine=rocksdb".to_string()];
+        a.extend_from_slice(args);
+        Config::from_args(&a).expect("config")
+    }
+
+    /// `--options_file` gives every family the file's options; the run's filter (where the
+    /// file has none), merge operator and block cache go over it, as in db_bench.
+    #[test]
+    fn an_options_file_gives_every_family_its_options() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (src, db) = (dir.path().join("src"), dir.path().join("db"));
+        let src_cfg = config(&[
+            format!("--db={}", src.display()),
+            "--write_buffer_size=4194304".into(),
+            "--open_files=77".into(),
+            "--bloom_bits=0".into(),
+        ]);
+        drop(open(&src_cfg).expect("open the source DB"));
+        let file = newest_options(&src);
+        let text = std::fs::read_to_string(&file).expect("read");
+        assert!(text.contains("filter_policy=nullptr"), "{text}");
+        let arg = format!("--options_file={}", file.display());
+        let cfg = config(&[
+            format!("--db={}", db.display()),
+            arg.clone(),
+            "--write_buffer_size=1048576".into(),
+            "--bloom_bits=12".into(),
+            "--merge_operator=uint64add".into(),
+            "--cache_size=1048576".into(),
+            "--num_column_families=2".into(),
+        ]);
+        let notes = cfg.notes.join("\n");
+        assert!(notes.contains("--write_buffer_size=1048576 is not applied"), "{notes}");
+        assert!(!notes.contains("num_column_families") && !notes.contains("bloom"), "{notes}");
+        let e = open(&cfg).expect("open with the file");
+        let wo = WriteOpts::default();
+        e.merge(b"k", &1u64.to_le_bytes(), &wo).expect("merge");
+        e.merge(b"k", &2u64.to_le_bytes(), &wo).expect("merge");
+        let mut out = Vec::new();
+        assert!(e.get(b"k", &ReadOpts::default(), &mut out).expect("get"));
+        assert_eq!(out, 3u64.to_le_bytes());
+        drop(e);
+        // What RocksDB made of it, as it wrote it back.
+        let got = std::fs::read_to_string(newest_options(&db)).expect("read");
+        assert!(got.contains("max_open_files=77"), "{got}");
+        for family in ["default", &crate::engine::column_family_name(1)] {
+            let cf = got.split(&format!("[CFOptions \"{family}\"]")).nth(1).expect(family);
+            let cf = cf.split("[CFOptions").next().unwrap_or_default();
+            assert!(cf.contains("write_buffer_size=4194304"), "{family}: {cf}");
+            assert!(cf.contains("merge_operator=") && !cf.contains("merge_operator=nullptr"));
+            assert!(cf.contains("filter_policy=bloomfilter"), "{family}: {cf}");
+        }
+    }
+
+    #[test]
+    fn a_bad_options_file_is_an_error_naming_the_file_and_what_is_wrong() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = format!("--db={}", dir.path().join("db").display());
+        let missing = dir.path().join("absent");
+        let e = open(&config(&[db.clone(), format!("--options_file={}", missing.display())]))
+            .err()
+            .expect("a missing file is refused")
+            .to_string();
+        assert!(e.contains("--options_file=") && e.contains("absent"), "{e}");
+        let file = dir.path().join("OPTIONS-000009");
+        std::fs::write(
+            &file,
+            "[Version]\n  rocksdb_version=11.8.1\n  options_file_version=1.1\n[DBOptions]\n  \
+             max_open_files=many\n[CFOptions \"default\"]\n",
+        )
+        .expect("write");
+        let e = open(&config(&[db, format!("--options_file={}", file.display())]))
+            .err()
+            .expect("a bad value is refused")
+            .to_string();
+        assert!(e.contains(&file.display().to_string()) && e.contains("max_open_files"), "{e}");
+        assert!(!e.contains("OPTIONS-000001"), "the loader's copy is not named: {e}");
+        assert!(!dir.path().join("db").exists(), "nothing created");
     }
 }

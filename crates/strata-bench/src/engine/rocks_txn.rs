@@ -9,10 +9,10 @@
 
 use anyhow::{bail, Result};
 use rocksdb::{
-    DBRawIteratorWithThreadMode, ErrorKind, MultiThreaded, OptimisticTransactionDB,
-    OptimisticTransactionOptions, Options, ReadOptions, Transaction, TransactionDB,
-    TransactionDBOptions, TransactionOptions, WaitForCompactOptions, WriteBatchWithTransaction,
-    WriteOptions,
+    ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, ErrorKind, MultiThreaded,
+    OptimisticTransactionDB, OptimisticTransactionOptions, Options, ReadOptions, Transaction,
+    TransactionDB, TransactionDBOptions, TransactionOptions, WaitForCompactOptions,
+    WriteBatchWithTransaction, WriteOptions,
 };
 
 use super::{Batch, BatchOp, Bounds, Engine, EngineIter, EngineTxn, ReadOpts, TxnKind, WriteOpts};
@@ -47,15 +47,20 @@ pub(super) struct RocksTxnEngine {
 }
 
 /// Opens the DB `cfg` asks for with `opts` (from `rocks::build_options`).
-pub(super) fn open(cfg: &Config, opts: Options) -> Result<Box<dyn Engine>> {
+pub(super) fn open(
+    cfg: &Config,
+    opts: Options,
+    families: Vec<ColumnFamilyDescriptor>,
+) -> Result<Box<dyn Engine>> {
     let f = &cfg.flags;
     if super::num_column_families(cfg)? > 1 {
         bail!("--num_column_families > 1 with transactions: not wired for --engine=rocksdb");
     }
     let db = if f.transaction_db {
-        TxnDb::Pessimistic(PessimisticDb::open(&opts, &TransactionDBOptions::default(), &cfg.db)?)
+        let t = TransactionDBOptions::default();
+        TxnDb::Pessimistic(PessimisticDb::open_cf_descriptors(&opts, &t, &cfg.db, families)?)
     } else {
-        TxnDb::Optimistic(OptimisticTransactionDB::open(&opts, &cfg.db)?)
+        TxnDb::Optimistic(OptimisticTransactionDB::open_cf_descriptors(&opts, &cfg.db, families)?)
     };
     Ok(Box::new(RocksTxnEngine {
         db,
