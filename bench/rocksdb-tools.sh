@@ -13,9 +13,16 @@
 #   bash bench/rocksdb-tools.sh compare [options] [ENGINE ...]
 #       benchmark_compare.sh over the engines (default: strata rocksdb), each behind its own
 #       ./db_bench.<engine> wrapper, then the two report.tsv tables side by side.
+#   bash bench/rocksdb-tools.sh regression [options]
+#       regression_test.sh (its `make db_bench ldb` met by a Makefile that builds nothing,
+#       ./db_bench the wrapper, ./ldb's `checkpoint` the engine's: `strata checkpoint` for
+#       Strata, a copy of the closed DB for RocksDB), then its SUMMARY.csv checked for a row
+#       with ops-per-s > 0 for each of its 8 benchmarks. Its two *_asyncio steps run for
+#       the --duration=500 it passes: about 17 minutes in all. --options-file F passes
+#       OPTIONS_FILE=F (db_bench's --options_file).
 #
 # Options: --bin PATH (strata-bench; default: built in release here, with the `rocksdb`
-# feature when an engine needs it), --engine E (jobs: default strata), --num-keys N
+# feature when an engine needs it), --engine E (jobs, regression: default strata), --num-keys N
 # (default 20000), --threads T (default 1), --duration S (default 3), --out DIR (default
 # bench/out/rocksdb-tools-<timestamp>), --db DIR (default <out>/db), --wal DIR (jobs:
 # default <out>/wal, a directory apart from the DB's), --sync (jobs: leave DB_BENCH_NO_SYNC
@@ -29,12 +36,13 @@ die() { echo "rocksdb-tools.sh: $*" >&2; exit 2; }
 
 mode="${1:-}"
 case "$mode" in
-  jobs|compare) shift ;;
-  -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
-  *) die "first argument must be 'jobs' or 'compare' (see --help)" ;;
+  jobs|compare|regression) shift ;;
+  -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+  *) die "first argument must be 'jobs', 'compare' or 'regression' (see --help)" ;;
 esac
 
 bin="" engine=strata num_keys=20000 threads=1 duration=3 out="" db="" wal="" sync=0
+options_file=""
 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -47,6 +55,7 @@ while [ $# -gt 0 ]; do
     --db) db="$2"; shift 2 ;;
     --wal) wal="$2"; shift 2 ;;
     --sync) sync=1; shift ;;
+    --options-file) options_file="$2"; shift 2 ;;
     --*) die "unknown option '$1' (see --help)" ;;
     *) positional+=("$1"); shift ;;
   esac
@@ -227,4 +236,79 @@ run_compare() {
     }' $(for e in "${engines[@]}"; do echo "$cmp/$e/report.tsv"; done) | tee "$out/compare.md"
 }
 
-if [ "$mode" = jobs ]; then run_jobs; else run_compare; fi
+run_regression() {
+  command -v pidof > /dev/null || die "'pidof' is missing; regression_test.sh needs it (Debian: procps)"
+  if [ -n "$options_file" ]; then
+    [ -f "$options_file" ] || die "--options-file $options_file: no such file"
+    options_file="$(cd "$(dirname "$options_file")" && pwd)/$(basename "$options_file")"
+  fi
+  local dir="$out/regression"
+  mkdir -p "$dir/run"
+  ln -sf "$tools/regression_test.sh" "$dir/run/regression_test.sh"
+  wrapper "$engine" "$dir/run/db_bench"
+  # The script runs `make clean` and `make db_bench ldb` in its directory: nothing to build.
+  printf '.PHONY: clean db_bench ldb\nclean:\n\t@true\ndb_bench ldb:\n\t@true\n' > "$dir/run/Makefile"
+  # ldb as the script calls it: `checkpoint --checkpoint_dir=DIR --db=DB [--try_load_options]`.
+  local strata_tool="${CARGO_TARGET_DIR:-$repo/target}/release/strata"
+  if [ "$engine" = strata ]; then
+    (cd "$repo" && cargo build --release -p strata-tools) >&2
+  fi
+  cat > "$dir/run/ldb" << LDB
+#!/usr/bin/env bash
+set -euo pipefail
+cmd="" to="" from=""
+for a in "\$@"; do
+  case "\$a" in
+    checkpoint) cmd=checkpoint ;;
+    --checkpoint_dir=*) to="\${a#--checkpoint_dir=}" ;;
+    --db=*) from="\${a#--db=}" ;;
+    --try_load_options) ;;
+    *) echo "ldb (bench/rocksdb-tools.sh): '\$a' is not served; only checkpoint" >&2; exit 2 ;;
+  esac
+done
+[ "\$cmd" = checkpoint ] && [ -n "\$to" ] && [ -n "\$from" ] \
+  || { echo "ldb (bench/rocksdb-tools.sh): want checkpoint --checkpoint_dir=DIR --db=DB" >&2; exit 2; }
+if [ "$engine" = strata ]; then
+  exec "$strata_tool" --db "\$from" checkpoint "\$to"
+fi
+# RocksDB: no ldb is built here; the DB is closed, so a copy of its files is a checkpoint.
+[ ! -e "\$to" ] || { echo "ldb: \$to exists" >&2; exit 1; }
+cp -a "\$from" "\$to"
+echo "checkpoint of \$from in \$to (a copy of the closed DB)"
+LDB
+  chmod +x "$dir/run/ldb"
+  # The script ends each `pidof` check with `pidof --version` for a zero status, which
+  # procps-ng's pidof gives and sysvinit's (Debian's) does not: a pidof first on its PATH
+  # that answers --version and hands everything else to the system's.
+  local real_pidof
+  real_pidof="$(command -v pidof)"
+  mkdir -p "$dir/path"
+  printf '#!/bin/sh\ncase "$1" in --version) echo "pidof (bench/rocksdb-tools.sh)"; exit 0 ;; esac\nexec %s "$@"\n' \
+    "$real_pidof" > "$dir/path/pidof"
+  chmod +x "$dir/path/pidof"
+  local log="$out/regression.out"
+  echo "== regression_test.sh ($engine; output in $log)" >&2
+  (cd "$dir/run" && env -i PATH="$dir/path:$PATH" HOME="$HOME" TEST_PATH="$dir/test" \
+    RESULT_PATH="$dir/results" NUM_KEYS="$num_keys" NUM_THREADS="$threads" \
+    ${options_file:+OPTIONS_FILE="$options_file"} bash ./regression_test.sh) > "$log" 2>&1 \
+    || { tail -20 "$log" >&2; die "regression_test.sh failed; see $log"; }
+  local summary="$dir/results/SUMMARY.csv" failed=0 b
+  for b in seekrandom_asyncio multireadrandom_asyncio readrandom readwhilewriting deleterandom \
+    seekrandom seekrandomwhilewriting multireadrandom; do
+    local ops
+    ops="$(awk -F, -v b="$b" '{ t = $2; gsub(/ /, "", t) } t == b { o = $14; gsub(/ /, "", o) } END { print o }' "$summary")"
+    if awk -v v="$ops" 'BEGIN { exit !(v + 0 > 0) }'; then
+      echo "   $b: $ops ops/s" >&2
+    else
+      echo "   FAILED: no SUMMARY.csv row for $b with ops-per-s > 0" >&2; failed=1
+    fi
+  done
+  echo "summary: $summary" >&2
+  return "$failed"
+}
+
+case "$mode" in
+  jobs) run_jobs ;;
+  compare) run_compare ;;
+  regression) run_regression ;;
+esac

@@ -228,6 +228,13 @@ impl Config {
                 bail!("--{name}={v}: must not be negative");
             }
         }
+        if f.num_multi_db > 1 {
+            bail!(
+                "--num_multi_db={}: strata-bench runs every benchmark on one DB (--db); \
+                 db_bench's several DBs at <db>/0.. are not supported",
+                f.num_multi_db
+            );
+        }
         for (name, v) in [
             ("readwritepercent", f.readwritepercent),
             ("mergereadpercent", f.mergereadpercent),
@@ -409,6 +416,9 @@ const OVER_OPTIONS_FILE: &[&str] = &[
     "sync",
     "disable_wal",
     "verify_checksum",
+    "num_high_pri_threads",
+    "num_low_pri_threads",
+    "num_bottom_pri_threads",
 ];
 
 /// Rejects non-default engine-class flags the engine cannot honour; returns notes for hint
@@ -442,6 +452,10 @@ fn check_engine_flags(
         }
         match info.class {
             Class::Engine => errors.push(format!("--{name}={value}")),
+            Class::Hint if engine == EngineKind::RocksDb => notes.push(format!(
+                "--{name}={value}: the rocksdb crate does not reach this RocksDB option; it has \
+                 no effect"
+            )),
             Class::Hint => notes.push(format!(
                 "--{name}={value} is a RocksDB tuning knob that engine {} does not have; it has no effect",
                 engine.name()

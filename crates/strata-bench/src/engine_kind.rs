@@ -235,6 +235,9 @@ pub const STRATA_HONOURED_FLAGS: &[&str] = &[
 /// Engine-class and hint flags applied to RocksDB (`engine/rocks.rs`).
 pub const ROCKSDB_HONOURED_FLAGS: &[&str] = &[
     "options_file",
+    "num_high_pri_threads",
+    "num_low_pri_threads",
+    "num_bottom_pri_threads",
     "transaction_db",
     "optimistic_transaction_db",
     "transaction_lock_timeout",

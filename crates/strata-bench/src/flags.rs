@@ -223,6 +223,7 @@ define_flags! {
     benchmark_read_rate_limit: u64 = 0u64, Tool, "Read rate limit in operations/second (0: none)";
     fio_baseline_iops: f64 = 0.0f64, Tool, "Read IOPS of fio on the DB's device at this thread count (the io_eff denominator; 0: none)";
     prefix_size: i64 = 0i64, Engine, "Fixed prefix extractor length (0: none)";
+    num_multi_db: i64 = 1i64, Tool, "DBs to run on (db_bench's <db>/<i>); strata-bench runs on one, values above 1 are refused";
     num_column_families: i64 = 1i64, Engine, "Column families the keys are spread over (key number modulo N; family 0 is default, then column_family_name_000001..)";
     keys_per_prefix: i64 = 0i64, Tool, "Keys that share one prefix (0: prefixes not used in keys)";
     seek_missing_prefix: bool = false, Tool, "Seek keys get byte 8 set to '1' (needs --prefix_size > 8)";
@@ -356,6 +357,13 @@ define_flags! {
     max_successive_merges: i64 = 0i64, Engine, "Merges of one key in a memtable before it is collapsed";
     rate_limiter_bytes_per_sec: u64 = 0u64, Engine, "Background I/O rate limit";
     compaction_readahead_size: u64 = 2097152u64, Engine, "Compaction input read this many bytes at a time (0: automatic readahead)";
+    num_high_pri_threads: i64 = 0i64, Hint, "RocksDB's high-priority (flush) thread pool (0: sized from the background jobs)";
+    num_low_pri_threads: i64 = 0i64, Hint, "RocksDB's low-priority (compaction) thread pool (0: sized from the background jobs)";
+    num_bottom_pri_threads: i64 = 0i64, Hint, "RocksDB's bottom-priority thread pool (universal compaction; 0: none)";
+    async_io: bool = false, Hint, "RocksDB: reads prefetch asynchronously (ReadOptions.async_io)";
+    initial_auto_readahead_size: u64 = 8192u64, Hint, "RocksDB: an iterator's first automatic readahead, in bytes";
+    max_auto_readahead_size: u64 = 262144u64, Hint, "RocksDB: the automatic readahead's ceiling, in bytes";
+    num_file_reads_for_auto_readahead: u64 = 2u64, Hint, "RocksDB: sequential reads of a file before readahead starts";
     rate_limiter_auto_tuned: bool = false, Engine, "The rate limit is a ceiling; the rate follows demand within [limit/20, limit]";
     delete_obsolete_files_period_micros: u64 = 0u64, Hint, "Ignored by RocksDB itself (kept for compatibility)";
     enable_blob_files: bool = false, Engine, "Key-value separation (BlobDB)";

@@ -277,6 +277,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     }
     o.set_compaction_readahead_size(usize::try_from(f.compaction_readahead_size)?);
     set_rate_limiter(f, &mut o);
+    set_thread_pools(f, &mut o)?;
     // Compression.
     let ct = compression_of(cfg.compression)?;
     o.set_compression_type(ct);
@@ -413,7 +414,45 @@ fn from_options_file(
         o.set_wal_dir(&f.wal_dir);
     }
     set_rate_limiter(f, &mut o);
+    set_thread_pools(f, &mut o)?;
     Ok((o, families))
+}
+
+/// db_bench's `--num_{high,low,bottom}_pri_threads`: the sizes of the default `Env`'s thread
+/// pools, set whether or not options come from a file (0 leaves a pool as RocksDB sizes it
+/// from the background jobs at open).
+fn set_thread_pools(f: &crate::flags::Flags, o: &mut Options) -> Result<()> {
+    type Setter = fn(&mut rocksdb::Env, i32);
+    let pools: [(&str, i64, Setter); 3] = [
+        (
+            "num_high_pri_threads",
+            f.num_high_pri_threads,
+            rocksdb::Env::set_high_priority_background_threads,
+        ),
+        (
+            "num_low_pri_threads",
+            f.num_low_pri_threads,
+            rocksdb::Env::set_low_priority_background_threads,
+        ),
+        (
+            "num_bottom_pri_threads",
+            f.num_bottom_pri_threads,
+            rocksdb::Env::set_bottom_priority_background_threads,
+        ),
+    ];
+    if pools.iter().all(|&(_, n, _)| n == 0) {
+        return Ok(());
+    }
+    let mut env = rocksdb::Env::new()?;
+    for (name, n, set) in pools {
+        match int(name, n)? {
+            0 => {}
+            n if n < 0 => bail!("--{name}={n}: must not be negative"),
+            n => set(&mut env, n),
+        }
+    }
+    o.set_env(&env);
+    Ok(())
 }
 
 fn set_rate_limiter(f: &crate::flags::Flags, o: &mut Options) {

@@ -172,6 +172,27 @@ fn engine_flags_are_never_silently_ignored() {
     assert!(err(&["--engine=memory", "--bloom_bits=10"]).contains("engine memory cannot honour"));
 }
 
+/// The flags RocksDB's regression_test.sh passes are known: one DB (`--num_multi_db` above 1
+/// is refused, naming it), RocksDB's thread pools and async reads noted as having no effect.
+#[test]
+fn regression_test_sh_flags_are_known_and_several_dbs_refused() {
+    let c = Config::from_args(&[
+        "--num_multi_db=1",
+        "--num_high_pri_threads=4",
+        "--num_low_pri_threads=16",
+        "--async_io=true",
+        "--max_auto_readahead_size=1048576",
+    ])
+    .expect("regression_test.sh's flags");
+    let notes = c.notes.join("\n");
+    for name in ["num_high_pri_threads", "num_low_pri_threads", "async_io", "max_auto_readahead"] {
+        assert!(notes.contains(&format!("--{name}")), "{name}: {notes}");
+    }
+    assert!(!notes.contains("num_multi_db"), "{notes}");
+    let e = err(&["--num_multi_db=2"]);
+    assert!(e.contains("--num_multi_db=2") && e.contains("one DB"), "{e}");
+}
+
 #[test]
 fn compaction_styles_map_to_strata_options() {
     use strata::{CompactionStopStyle, CompactionStyle};
