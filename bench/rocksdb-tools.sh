@@ -296,7 +296,13 @@ LDB
   for b in seekrandom_asyncio multireadrandom_asyncio readrandom readwhilewriting deleterandom \
     seekrandom seekrandomwhilewriting multireadrandom; do
     local ops
-    ops="$(awk -F, -v b="$b" '{ t = $2; gsub(/ /, "", t) } t == b { o = $14; gsub(/ /, "", o) } END { print o }' "$summary")"
+    # ops-per-s is the 14th column, but run locally the empty user@host (unquoted in the
+    # script's printf) is no argument at all: the columns after it come one early, num-dbs
+    # (a number) third.
+    ops="$(awk -F, -v b="$b" '
+      { t = $2; gsub(/ /, "", t); u = $3; gsub(/ /, "", u) }
+      t == b { o = (u ~ /^[0-9]+$/) ? $13 : $14; gsub(/ /, "", o) }
+      END { print o }' "$summary")"
     if awk -v v="$ops" 'BEGIN { exit !(v + 0 > 0) }'; then
       echo "   $b: $ops ops/s" >&2
     else

@@ -373,7 +373,8 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
 /// the file's first family's options with a filter where it has none (`--bloom_bits`) and
 /// `--merge_operator` by RocksDB's registered name (`options_text`); the run's block cache
 /// (`--cache_size` > 0, else a file's default, 32 MiB of HyperClock); and over the DB
-/// options, creation, statistics and the flags' WAL directory and rate limiter.
+/// options, creation, statistics, the thread pools and the flags' WAL directory and rate
+/// limiter.
 fn from_options_file(
     cfg: &Config,
     names: &[String],
@@ -822,6 +823,16 @@ raw_iterator_adapter!(RocksIter<'_>);
 mod tests {
     use super::*;
 
+    /// Two `uint64add` operands on one key read back as their sum.
+    fn merges_add_up(e: &dyn Engine) {
+        let wo = WriteOpts::default();
+        e.merge(b"k", &1u64.to_le_bytes(), &wo).expect("merge");
+        e.merge(b"k", &2u64.to_le_bytes(), &wo).expect("merge");
+        let mut out = Vec::new();
+        assert!(e.get(b"k", &ReadOpts::default(), &mut out).expect("get"));
+        assert_eq!(out, 3u64.to_le_bytes());
+    }
+
     /// The default column family gets the run's options (it once got RocksDB's defaults:
     /// no merge operator), and batched MultiGet finds it.
     #[test]
@@ -836,12 +847,7 @@ mod tests {
         ])
         .expect("config");
         let e = open(&cfg).expect("open");
-        let wo = WriteOpts::default();
-        e.merge(b"k", &1u64.to_le_bytes(), &wo).expect("merge");
-        e.merge(b"k", &2u64.to_le_bytes(), &wo).expect("merge");
-        let mut out = Vec::new();
-        assert!(e.get(b"k", &ReadOpts::default(), &mut out).expect("get"));
-        assert_eq!(out, 3u64.to_le_bytes());
+        merges_add_up(e.as_ref());
         let (mut scratch, mut bytes) = (Vec::new(), 0);
         let found =
             e.multi_get(b"kx", 1, &ReadOpts::default(), &mut scratch, &mut bytes).expect("mget");
@@ -898,12 +904,7 @@ mod tests {
         assert!(notes.contains("--write_buffer_size=1048576 is not applied"), "{notes}");
         assert!(!notes.contains("num_column_families") && !notes.contains("bloom"), "{notes}");
         let e = open(&cfg).expect("open with the file");
-        let wo = WriteOpts::default();
-        e.merge(b"k", &1u64.to_le_bytes(), &wo).expect("merge");
-        e.merge(b"k", &2u64.to_le_bytes(), &wo).expect("merge");
-        let mut out = Vec::new();
-        assert!(e.get(b"k", &ReadOpts::default(), &mut out).expect("get"));
-        assert_eq!(out, 3u64.to_le_bytes());
+        merges_add_up(e.as_ref());
         drop(e);
         // What RocksDB made of it, as it wrote it back.
         let got = std::fs::read_to_string(newest_options(&db)).expect("read");
