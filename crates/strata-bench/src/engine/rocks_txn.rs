@@ -46,7 +46,7 @@ pub(super) struct RocksTxnEngine {
     lock_timeout: i64,
 }
 
-/// Opens the DB `cfg` asks for with `opts` (from `rocks::build_options`).
+/// Opens the DB `cfg` asks for with `opts` and `families` (from `rocks::options_and_families`).
 pub(super) fn open(
     cfg: &Config,
     opts: Options,
