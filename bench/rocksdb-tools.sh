@@ -42,7 +42,7 @@ case "$mode" in
 esac
 
 bin="" engine=strata num_keys=20000 threads=1 duration=3 out="" db="" wal="" sync=0
-options_file=""
+options_file="" duration_given=0
 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
     --engine) engine="$2"; shift 2 ;;
     --num-keys) num_keys="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
-    --duration) duration="$2"; shift 2 ;;
+    --duration) duration="$2"; duration_given=1; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --db) db="$2"; shift 2 ;;
     --wal) wal="$2"; shift 2 ;;
@@ -60,6 +60,15 @@ while [ $# -gt 0 ]; do
     *) positional+=("$1"); shift ;;
   esac
 done
+
+# Options a mode does not use are refused, not dropped.
+if [ "$mode" = regression ]; then
+  [ -z "$db" ] && [ -z "$wal" ] && [ "$sync" = 0 ] && [ "$duration_given" = 0 ] \
+    || die "regression: --db, --wal, --sync and --duration are not used (regression_test.sh sets its own)"
+  [ ${#positional[@]} -eq 0 ] || die "regression takes no jobs or engines (use --engine E)"
+elif [ -n "$options_file" ]; then
+  die "--options-file is for regression only (benchmark.sh passes no --options_file)"
+fi
 
 for tool in awk bc /usr/bin/time; do
   command -v "$tool" > /dev/null || die "'$tool' is missing; RocksDB's scripts need it (Debian: apt-get install -y bc time)"
@@ -237,7 +246,11 @@ run_compare() {
 }
 
 run_regression() {
-  command -v pidof > /dev/null || die "'pidof' is missing; regression_test.sh needs it (Debian: procps)"
+  local tool
+  for tool in pidof make; do
+    command -v "$tool" > /dev/null \
+      || die "'$tool' is missing; regression_test.sh needs it (Debian: apt-get install -y sysvinit-utils make)"
+  done
   if [ -n "$options_file" ]; then
     [ -f "$options_file" ] || die "--options-file $options_file: no such file"
     options_file="$(cd "$(dirname "$options_file")" && pwd)/$(basename "$options_file")"
