@@ -47,7 +47,7 @@ impl Family {
 pub enum Workload {
     Fill(Fill),
     Read(Read),
-    Seek,
+    Seek(Seek),
     Mixed(Mixed),
     Merge(Merge),
     Micro(Micro),
@@ -72,13 +72,40 @@ pub enum Read {
     Random { hot: bool },
     /// MultiGet of `--batch_size` keys.
     Multi,
+    /// An iterator created and dropped, nothing read through it.
+    NewIterator,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seek {
+    /// Seeks to random keys, each followed by `--seek_nexts` steps.
+    Random,
+    /// `--num` sequential puts, then one iterator seeks every key in order (db_bench's
+    /// `WriteSeqSeekSeq`); only the seeks are counted.
+    FillThenSeekSeq,
+}
+
+/// What the readers of a *while* benchmark do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reader {
+    /// `readrandom`.
+    Get,
+    /// `seekrandom`.
+    Seek,
+    /// `multireadrandom`.
+    MultiGet,
+    /// `newiterator`.
+    NewIterator,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mixed {
     /// Thread 0 writes (or merges) in the background, excluded from the result; the others
-    /// read (or seek).
-    WhileWriting { merge: bool, seek: bool },
+    /// are `reader`s.
+    WhileWriting { merge: bool, reader: Reader },
+    /// Thread 0 walks one iterator over the DB forward, from the first key again at the end,
+    /// its steps counted in the result as db_bench counts them; the others get random keys.
+    WhileScanning,
     /// Each thread reads and writes random keys in `--readwritepercent` proportion.
     ReadRandomWriteRandom,
 }
@@ -87,6 +114,12 @@ pub enum Mixed {
 pub enum Merge {
     /// Get then put of the same random key.
     Update,
+    /// Get, then put the value read XORed with a new value of its length (db_bench's
+    /// `xorupdaterandom`, RocksDB's `BytesXOROperator` done by the client).
+    XorUpdate,
+    /// Get, then put the value read with `,` and a new value appended (db_bench's
+    /// `appendrandom`: what a `stringappend` merge does, done by the client).
+    Append,
     /// Merge operands to random keys.
     MergeRandom,
     /// Merges and gets of random keys in `--mergereadpercent` proportion.
@@ -136,7 +169,7 @@ impl Workload {
         match self {
             Workload::Fill(_) => Family::Fill,
             Workload::Read(_) => Family::Read,
-            Workload::Seek => Family::Seek,
+            Workload::Seek(_) => Family::Seek,
             Workload::Mixed(_) => Family::Mixed,
             Workload::Merge(_) => Family::Merge,
             Workload::Micro(_) => Family::Micro,
@@ -150,9 +183,9 @@ impl Workload {
         matches!(self, Workload::Admin(a) if !matches!(a, Admin::Compact | Admin::Open))
     }
 
-    /// One more thread than `--threads`: thread 0 is a background writer.
-    pub fn extra_writer_thread(self) -> bool {
-        matches!(self, Workload::Mixed(Mixed::WhileWriting { .. }))
+    /// One more thread than `--threads`: thread 0 is a background writer or scanner.
+    pub fn extra_background_thread(self) -> bool {
+        matches!(self, Workload::Mixed(Mixed::WhileWriting { .. } | Mixed::WhileScanning))
     }
 }
 
@@ -175,6 +208,8 @@ pub enum Tweak {
     ReadsDiv1000,
     /// Keys one byte longer than stored ones, so never found.
     LongerKeys,
+    /// `--num` writes whatever `--writes` says.
+    WritesNum,
 }
 
 /// One row of the table.
@@ -219,15 +254,15 @@ const fn tweaked(b: Benchmark, tweaks: &'static [Tweak]) -> Benchmark {
     Benchmark { tweaks, ..b }
 }
 
-/// A *while* benchmark: `--threads` readers (`seek`: seekers) and one background writer that
-/// puts (`merge`: merges, which needs `--merge_operator`).
+/// A *while* benchmark: `--threads` `reader`s and one background writer that puts (`merge`:
+/// merges, which needs `--merge_operator`).
 const fn while_writing(
     name: &'static str,
     merge: bool,
-    seek: bool,
+    reader: Reader,
     about: &'static str,
 ) -> Benchmark {
-    let b = row(name, Workload::Mixed(Mixed::WhileWriting { merge, seek }), true, about);
+    let b = row(name, Workload::Mixed(Mixed::WhileWriting { merge, reader }), true, about);
     if merge {
         merging(b)
     } else {
@@ -298,11 +333,49 @@ pub const BENCHMARKS: &[Benchmark] = &[
         "gets of random keys from the first 1% of the key space",
     ),
     row("multireadrandom", W::Read(Read::Multi), READ, "MultiGet of --batch_size random keys"),
-    row("seekrandom", W::Seek, READ, "seeks to random keys, then --seek_nexts steps"),
-    while_writing("readwhilewriting", false, false, "readrandom while one more thread puts"),
-    while_writing("readwhilemerging", true, false, "readrandom while one more thread merges"),
-    while_writing("seekrandomwhilewriting", false, true, "seekrandom while one more thread puts"),
-    while_writing("seekrandomwhilemerging", true, true, "seekrandom while one more thread merges"),
+    row("newiterator", W::Read(Read::NewIterator), READ, "creates and drops an iterator"),
+    row("seekrandom", W::Seek(Seek::Random), READ, "seeks to random keys, then --seek_nexts steps"),
+    tweaked(
+        row(
+            "fillseekseq",
+            W::Seek(Seek::FillThenSeekSeq),
+            WRITE,
+            "puts keys 0, 1, 2, ... then seeks each in order with one iterator (seeks timed)",
+        ),
+        &[Tweak::WritesNum],
+    ),
+    while_writing("readwhilewriting", false, Reader::Get, "readrandom while one more thread puts"),
+    while_writing("readwhilemerging", true, Reader::Get, "readrandom while one more thread merges"),
+    while_writing(
+        "seekrandomwhilewriting",
+        false,
+        Reader::Seek,
+        "seekrandom while one more thread puts",
+    ),
+    while_writing(
+        "seekrandomwhilemerging",
+        true,
+        Reader::Seek,
+        "seekrandom while one more thread merges",
+    ),
+    while_writing(
+        "multireadwhilewriting",
+        false,
+        Reader::MultiGet,
+        "multireadrandom while one more thread puts",
+    ),
+    while_writing(
+        "newiteratorwhilewriting",
+        false,
+        Reader::NewIterator,
+        "newiterator while one more thread puts",
+    ),
+    row(
+        "readwhilescanning",
+        W::Mixed(Mixed::WhileScanning),
+        READ,
+        "readrandom while one more thread walks the DB forward (its steps counted)",
+    ),
     row(
         "readrandomwriterandom",
         W::Mixed(Mixed::ReadRandomWriteRandom),
@@ -310,6 +383,18 @@ pub const BENCHMARKS: &[Benchmark] = &[
         "gets and puts of random keys, --readwritepercent of them gets",
     ),
     row("updaterandom", W::Merge(Merge::Update), WRITE, "get then put of random keys"),
+    row(
+        "xorupdaterandom",
+        W::Merge(Merge::XorUpdate),
+        WRITE,
+        "get, then put of the value XORed with a new one, of random keys",
+    ),
+    row(
+        "appendrandom",
+        W::Merge(Merge::Append),
+        WRITE,
+        "get, then put of the value with ',' and a new value appended, of random keys",
+    ),
     merging(row(
         "mergerandom",
         W::Merge(Merge::MergeRandom),
@@ -376,14 +461,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
 pub const NOT_IMPLEMENTED: &[&str] = &[
     "fillseqdeterministic",
     "filluniquerandomdeterministic",
-    "readwhilescanning",
-    "multireadwhilewriting",
-    "newiteratorwhilewriting",
-    "newiterator",
-    "fillseekseq",
     "randomwithverify",
-    "xorupdaterandom",
-    "appendrandom",
     "block_cache_entry_stats",
     "cache_report_problems",
     "stats_history",

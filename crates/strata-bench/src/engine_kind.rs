@@ -362,6 +362,14 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
     ("levelstats", "SQLite has no LSM levels"),
     ("sstables", "SQLite has no table files"),
     ("resetstats", "SQLite keeps no statistics"),
+    (
+        "newiterator",
+        "SQLite's cursor here is a query made at each seek: there is no iterator to set up",
+    ),
+    (
+        "newiteratorwhilewriting",
+        "SQLite's cursor here is a query made at each seek: there is no iterator to set up",
+    ),
 ];
 
 /// Engine-class flags the memory engine applies (`engine/memory.rs`).

@@ -149,6 +149,13 @@ impl<'a> Stats<'a> {
         self.finish = self.start;
     }
 
+    /// Forgets what was counted so far and starts the measured work again: db_bench's
+    /// `Stats::Start` inside a benchmark whose set-up is not part of its result.
+    pub fn restart(&mut self) {
+        *self = Stats::new(self.tid, self.ctx);
+        self.start();
+    }
+
     pub fn stop(&mut self) {
         self.finish = Instant::now();
         self.seconds = (self.finish - self.start).as_secs_f64();

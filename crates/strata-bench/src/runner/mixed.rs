@@ -1,20 +1,28 @@
 //! Reads mixed with writes: readwhilewriting, readwhilemerging, seekrandomwhilewriting,
-//! seekrandomwhilemerging (a background writer on thread 0) and readrandomwriterandom
+//! seekrandomwhilemerging, multireadwhilewriting, newiteratorwhilewriting (a background writer
+//! on thread 0), readwhilescanning (a background scan on thread 0) and readrandomwriterandom
 //! (`docs/db_bench.md` §5.5).
 
 use anyhow::{Context, Result};
 
 use super::op_loop::{Ctx, Step, Worker};
 use super::{read, seek};
-use crate::catalog::Mixed;
+use crate::catalog::{Mixed, Reader};
+use crate::engine::Bounds;
 use crate::rate_limiter::RateLimiter;
 use crate::stats::OpType;
 
 pub(super) fn run(kind: Mixed, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     match kind {
         Mixed::WhileWriting { merge, .. } if ts.tid == 0 => background_writer(merge, cx, ts),
-        Mixed::WhileWriting { seek: true, .. } => seek::seek_random(cx, ts),
-        Mixed::WhileWriting { seek: false, .. } => read::random(false, cx, ts),
+        Mixed::WhileWriting { reader, .. } => match reader {
+            Reader::Get => read::random(false, cx, ts),
+            Reader::Seek => seek::seek_random(cx, ts),
+            Reader::MultiGet => read::multi(cx, ts),
+            Reader::NewIterator => read::new_iterators(cx, ts),
+        },
+        Mixed::WhileScanning if ts.tid == 0 => background_scan(cx, ts),
+        Mixed::WhileScanning => read::random(false, cx, ts),
         Mixed::ReadRandomWriteRandom => read_random_write_random(cx, ts),
     }
 }
@@ -59,6 +67,26 @@ fn background_writer(merge: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<(
         }
         Ok(Step::Did(OpType::Write, n))
     })
+}
+
+/// Thread 0 of readwhilescanning (db_bench's `BGScan`): one iterator, made once, stepped
+/// forward `--reads` times (or for `--duration` seconds) and sought to the first key again
+/// whenever it runs off the end. Each step is a seek in the result line, as db_bench counts
+/// it; an iterator error ends the benchmark with that error.
+fn background_scan(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    eprintln!("num reads to do {}", p.reads);
+    let mut it = cx.engine.new_iterator(&p.ro, Bounds::default())?;
+    cx.ops(p.reads, 1, true).run(ts, |_| {
+        if it.valid() {
+            it.next();
+        } else {
+            it.status().context("iterator error")?;
+            it.seek_to_first();
+        }
+        Ok(Step::Did(OpType::Seek, 0))
+    })?;
+    it.status().context("iterator error")
 }
 
 /// Gets and puts of random keys, `--readwritepercent` of every 100 operations gets.

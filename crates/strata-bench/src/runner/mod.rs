@@ -198,7 +198,7 @@ fn exec(workload: Workload, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Workload::Fill(Fill::Put(mode)) => fill::put(mode, cx, ts),
         Workload::Fill(Fill::Delete { seq }) => fill::delete(seq, cx, ts),
         Workload::Read(r) => read::run(r, cx, ts),
-        Workload::Seek => seek::seek_random(cx, ts),
+        Workload::Seek(s) => seek::run(s, cx, ts),
         Workload::Mixed(m) => mixed::run(m, cx, ts),
         Workload::Merge(m) => merge::run(m, cx, ts),
         Workload::Micro(m) => micro::run(m, cx, ts),

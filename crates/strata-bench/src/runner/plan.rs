@@ -85,9 +85,10 @@ pub(super) fn plan(cfg: &Config, name: &str) -> Result<Plan> {
             }
             Tweak::ReadsDiv1000 => p.reads /= 1000,
             Tweak::LongerKeys => p.key.key_size += 1,
+            Tweak::WritesNum => p.writes = p.num,
         }
     }
-    if bench.workload.extra_writer_thread() {
+    if bench.workload.extra_background_thread() {
         threads += 1;
     }
     Ok(Plan { bench, threads, params: p })
@@ -126,6 +127,8 @@ mod tests {
         assert_eq!(plan(&c, "readrandomsmall").expect("plan").params.reads, 5);
         assert_eq!(plan(&c, "readmissing").expect("plan").params.key.key_size, 17);
         assert_eq!(plan(&c, "readwhilewriting").expect("plan").threads, 4);
+        assert_eq!(plan(&c, "readwhilescanning").expect("plan").threads, 4);
+        assert_eq!(plan(&c, "fillseekseq").expect("plan").params.writes, 5000);
         assert_eq!(plan(&c, "readrandom").expect("plan").threads, 3);
     }
 }

@@ -1,5 +1,5 @@
 //! Point reads and scans: readseq, readreverse, readtocache, readrandom, readrandomsmall,
-//! readmissing, readhot, multireadrandom (`docs/db_bench.md` §5.3).
+//! readmissing, readhot, multireadrandom, newiterator (`docs/db_bench.md` §5.3).
 
 use anyhow::{Context, Result};
 
@@ -14,6 +14,7 @@ pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Read::Seq { reverse } => scan(reverse, cx, ts),
         Read::Random { hot } => random(hot, cx, ts),
         Read::Multi => multi(cx, ts),
+        Read::NewIterator => new_iterators(cx, ts),
     }
 }
 
@@ -67,8 +68,19 @@ pub(super) fn random(hot: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()>
     Ok(())
 }
 
+/// `--reads` iterators per thread (or `--duration` seconds), each made and dropped without a
+/// seek: what setting up an iterator costs (db_bench's `IteratorCreation`).
+pub(super) fn new_iterators(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    cx.ops(p.reads, 1, true).run(ts, |_| {
+        let it = cx.engine.new_iterator(&p.ro, Bounds::default())?;
+        drop(std::hint::black_box(it));
+        Ok(Step::Did(OpType::Others, 0))
+    })
+}
+
 /// MultiGet of `--batch_size` keys: random, or `--multiread_stride` apart from a random first.
-fn multi(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+pub(super) fn multi(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let p = cx.p;
     eprintln!("entries_per_batch = {}", p.batch);
     let stride = cx.flags().multiread_stride as u64;

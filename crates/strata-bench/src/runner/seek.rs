@@ -1,11 +1,75 @@
-//! Seeks and short range scans: seekrandom, and the readers of seekrandomwhilewriting /
-//! seekrandomwhilemerging (`docs/db_bench.md` §5.4).
+//! Seeks and short range scans: seekrandom, fillseekseq, and the readers of
+//! seekrandomwhilewriting / seekrandomwhilemerging (`docs/db_bench.md` §5.4).
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
+use super::fill;
 use super::op_loop::{Ctx, Step, Worker};
+use crate::catalog::Seek;
 use crate::engine::{Bounds, EngineIter};
+use crate::keys::WriteMode;
 use crate::stats::OpType;
+
+pub(super) fn run(kind: Seek, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    match kind {
+        Seek::Random => seek_random(cx, ts),
+        Seek::FillThenSeekSeq => fill_then_seek_seq(cx, ts),
+    }
+}
+
+/// db_bench's `fillseekseq` (`WriteSeqSeekSeq`): keys 0 to `--num` - 1 put in order, then, with
+/// the statistics started again, one iterator seeks key 0, steps `--seek_nexts` keys forward,
+/// seeks the key it stands on, and goes on from the next key until every key has been visited;
+/// each seek and each step is one seek operation. Every position is checked against the key
+/// it must hold (db_bench asserts it in debug builds only): a missing or extra key is an
+/// error naming both. `--reverse_iterator` is refused, since stepping backward leaves the keys
+/// this walk visits (db_bench's asserts fail there).
+fn fill_then_seek_seq(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let (p, f) = (cx.p, cx.flags());
+    if f.reverse_iterator {
+        bail!("fillseekseq visits the keys upward: --reverse_iterator is not supported with it");
+    }
+    fill::put(WriteMode::Sequential, cx, ts)?;
+    ts.stats.restart();
+    let mut it = cx.engine.new_iterator(&p.ro, Bounds::default())?;
+    let nexts = f.seek_nexts.max(0) as u64;
+    let at = |it: &dyn EngineIter, want: &[u8], what: &str| -> Result<()> {
+        it.status().context("iterator error")?;
+        if !it.valid() {
+            bail!("fillseekseq: {what} key {} found no key", show(want));
+        }
+        if it.key() != want {
+            bail!("fillseekseq: {what} key {} stands on key {}", show(want), show(it.key()));
+        }
+        Ok(())
+    };
+    let mut i = 0u64;
+    while i < p.num {
+        p.key.encode(i, p.flags_num, &mut ts.key);
+        it.seek(&ts.key);
+        at(it.as_ref(), &ts.key, "a seek to")?;
+        ts.stats.finished_ops(1, OpType::Seek);
+        let mut j = 0;
+        while j < nexts && i + 1 < p.num {
+            it.next();
+            i += 1;
+            p.key.encode(i, p.flags_num, &mut ts.key);
+            at(it.as_ref(), &ts.key, "a step to")?;
+            ts.stats.finished_ops(1, OpType::Seek);
+            j += 1;
+        }
+        it.seek(&ts.key);
+        at(it.as_ref(), &ts.key, "a seek to")?;
+        ts.stats.finished_ops(1, OpType::Seek);
+        i += 1;
+    }
+    Ok(())
+}
+
+/// A key for an error message: printable bytes as they are, others escaped.
+fn show(key: &[u8]) -> String {
+    key.escape_ascii().to_string()
+}
 
 /// `--reads` seeks to random keys per thread, each followed by up to `--seek_nexts` steps
 /// (backward with `--reverse_iterator`), bounded `--max_scan_distance` keys from the seek key;
@@ -72,4 +136,34 @@ pub(super) fn seek_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     })?;
     ts.stats.add_message(&format!("({found} of {read} found)\n"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::runner::Runner;
+
+    fn run(args: &[&str]) -> anyhow::Result<()> {
+        Runner::new(Config::from_args(args).expect("config")).run()
+    }
+
+    #[test]
+    fn fillseekseq_checks_every_position_and_refuses_to_walk_backward() {
+        let base = ["--engine=memory", "--num=50", "--seek_nexts=3", "--seed=1"];
+        let mut args = base.to_vec();
+        args.extend(["--db=/mem/fss", "--benchmarks=fillseekseq"]);
+        run(&args).expect("a DB holding just the keys written walks clean");
+        // A key between two written ones is found by the walk and named.
+        let mut args = base.to_vec();
+        args.extend(["--db=/mem/fss-extra", "--benchmarks=fillseekseq", "--key_size=17"]);
+        run(&args).expect("fill a DB with longer keys");
+        let mut args = base.to_vec();
+        args.extend(["--db=/mem/fss-extra", "--benchmarks=fillseekseq", "--use_existing_db=1"]);
+        let e = format!("{:#}", run(&args).expect_err("the longer keys sit between"));
+        assert!(e.contains("fillseekseq: a step to key") && e.contains("stands on key"), "{e}");
+        let mut args = base.to_vec();
+        args.extend(["--db=/mem/fss-rev", "--benchmarks=fillseekseq", "--reverse_iterator=1"]);
+        let e = format!("{:#}", run(&args).expect_err("reverse"));
+        assert!(e.contains("--reverse_iterator is not supported"), "{e}");
+    }
 }

@@ -249,3 +249,37 @@ fn key_and_value_bytes_reach_the_db() {
     let l = out.lines().find(|l| l.starts_with("readseq ")).expect("readseq");
     assert!(l.contains(" 1000 operations;"), "{l}");
 }
+
+#[test]
+fn background_threads_and_seek_walks_count_as_db_bench_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(
+        dir.path(),
+        &[
+            "--benchmarks=fillseq,readwhilescanning,multireadwhilewriting,\
+             newiteratorwhilewriting,fillseekseq",
+            "--num=500",
+            "--reads=300",
+            "--threads=2",
+            "--batch_size=4",
+            "--seek_nexts=3",
+            "--seed=7",
+        ],
+    );
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    let line = |name: &str| {
+        let prefix = format!("{name} ");
+        out.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{name}:\n{out}"))
+    };
+    // The scanner's 300 steps count beside the readers' 2 x 300 gets (db_bench's BGScan).
+    assert!(line("readwhilescanning").contains(" 900 operations;"), "{out}");
+    assert!(errs.contains("num reads to do 300"), "{errs}");
+    // The background writer is left out: 2 readers x 300 keys, 4 a MultiGet (the found
+    // message is one thread's).
+    let mrww = line("multireadwhilewriting");
+    assert!(mrww.contains(" 600 operations;") && mrww.contains("(300 of 300 found)"), "{mrww}");
+    assert!(line("newiteratorwhilewriting").contains(" 600 operations;"), "{out}");
+    // Per thread: 500 keys put (not counted), then 125 walks of a seek, 3 steps and a seek.
+    assert!(line("fillseekseq").contains(" 1250 operations;"), "{out}");
+}
