@@ -108,6 +108,8 @@ pub enum Mixed {
     WhileScanning,
     /// Each thread reads and writes random keys in `--readwritepercent` proportion.
     ReadRandomWriteRandom,
+    /// Gets, puts and seeks drawn from Facebook's fitted distributions (`crate::mixgraph`).
+    MixGraph,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -382,6 +384,14 @@ pub const BENCHMARKS: &[Benchmark] = &[
         WRITE,
         "gets and puts of random keys, --readwritepercent of them gets",
     ),
+    row(
+        "mixgraph",
+        W::Mixed(Mixed::MixGraph),
+        WRITE,
+        "gets, puts and seeks in --mix_*_ratio shares, with keys, value sizes, scan lengths \
+         and rates from Facebook's fitted models (--key_dist_*, --keyrange_*, --value_*, \
+         --iter_*, --sine_*)",
+    ),
     row("updaterandom", W::Merge(Merge::Update), WRITE, "get then put of random keys"),
     row(
         "xorupdaterandom",
@@ -474,7 +484,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "readrandomoperands",
     "timeseries",
     "randomreplacekeys",
-    "mixgraph",
     "approximatesizerandom",
     "approximatememtablestats",
     "ingestexternalfile",

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::catalog;
 use crate::engine_kind::EngineKind;
@@ -322,6 +322,9 @@ impl Config {
             }
             if let Err(why) = engine.check_benchmark(&spec.name) {
                 bail!("benchmark '{}' cannot run on engine {}: {why}", spec.name, engine.name());
+            }
+            if spec.name == "mixgraph" {
+                crate::mixgraph::Model::new(f, num as i64).context("mixgraph")?;
             }
             benchmarks.push(spec);
         }

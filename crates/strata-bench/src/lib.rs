@@ -18,6 +18,7 @@ pub mod header;
 pub mod histogram;
 pub mod io;
 pub mod keys;
+pub mod mixgraph;
 pub mod random;
 pub mod rate_limiter;
 pub mod report;

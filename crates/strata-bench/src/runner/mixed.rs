@@ -1,7 +1,9 @@
 //! Reads mixed with writes: readwhilewriting, readwhilemerging, seekrandomwhilewriting,
 //! seekrandomwhilemerging, multireadwhilewriting, newiteratorwhilewriting (a background writer
-//! on thread 0), readwhilescanning (a background scan on thread 0) and readrandomwriterandom
-//! (`docs/db_bench.md` §5.5).
+//! on thread 0), readwhilescanning (a background scan on thread 0), readrandomwriterandom
+//! (`docs/db_bench.md` §5.5) and mixgraph (§5.12, its model in `crate::mixgraph`).
+
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -9,6 +11,8 @@ use super::op_loop::{Ctx, Step, Worker};
 use super::{read, seek};
 use crate::catalog::{Mixed, Reader};
 use crate::engine::Bounds;
+use crate::keys::random_read_key;
+use crate::mixgraph::{add_noise, sine_rate, Model, Query};
 use crate::rate_limiter::RateLimiter;
 use crate::stats::OpType;
 
@@ -24,6 +28,7 @@ pub(super) fn run(kind: Mixed, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> 
         Mixed::WhileScanning if ts.tid == 0 => background_scan(cx, ts),
         Mixed::WhileScanning => read::random(false, cx, ts),
         Mixed::ReadRandomWriteRandom => read_random_write_random(cx, ts),
+        Mixed::MixGraph => mix_graph(cx, ts),
     }
 }
 
@@ -120,4 +125,110 @@ fn read_random_write_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         p.readwrites
     ));
     Ok(())
+}
+
+/// db_bench's `mixgraph`: `--reads` operations per thread (or `--duration` seconds), each a
+/// get, a put or a seek with a scan as [`Model`] draws it. A get counts its key and value
+/// when found; a seek (a new iterator each) counts the entries its scan copies out; puts
+/// count no bytes, as in db_bench. The read limiter is asked for 100 operations every 100
+/// gets and seeks, the write limiter every 100 puts; under `--sine_mix_rate` the thread sets
+/// both to the sine's rate, shared by the ratios, every interval. Message:
+/// `( Gets:<g> Puts:<p> Seek:<s>, reads <found> in <gets + seeks> found, avg size: <v> value,
+/// <l> scan)` and a newline.
+fn mix_graph(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let (p, f, engine) = (cx.p, cx.flags(), cx.engine);
+    let model = Model::new(f, p.flags_num as i64).context("mixgraph")?;
+    let num = p.flags_num;
+    let mut gen = cx.values();
+    let mut copy = vec![0u8; model.value_max as usize];
+    let (mut gets, mut puts, mut seeks, mut found) = (0u64, 0u64, 0u64, 0u64);
+    let (mut value_bytes, mut scanned) = (0u64, 0u64);
+    let interval = Duration::from_millis(f.sine_mix_rate_interval_milliseconds);
+    let start = Instant::now();
+    let mut last_change = start;
+    cx.ops(p.reads, 1, true).run(ts, |ts| {
+        let r = random_read_key(&mut ts.rand, num, f.read_random_exp_range);
+        let u = r as f64 / num as f64;
+        p.key.encode(model.key(r as i64), num, &mut ts.key);
+        if p.sine_mix && last_change.elapsed() > interval {
+            last_change = Instant::now();
+            let t = (last_change - start).as_secs_f64();
+            let draw = ts.rand.next_u64();
+            let rate = add_noise(sine_rate(f, t), f.sine_mix_rate_noise, f.sine_a, draw);
+            let [get, put, seek] = model.queries.ratios;
+            if let (Some(rl), true) = (cx.shared.read_limiter(), rate * (get + seek) > 0.0) {
+                rl.set_rate(rate * (get + seek));
+            }
+            if let (Some(rl), true) = (cx.shared.write_limiter(), rate * put > 0.0) {
+                rl.set_rate(rate * put);
+            }
+        }
+        match model.queries.pick(r as i64) {
+            Query::Get => {
+                gets += 1;
+                let mut bytes = 0;
+                if cx.get(ts)? {
+                    found += 1;
+                    bytes = (ts.key.len() + ts.scratch.len()) as u64;
+                }
+                if (gets + seeks).is_multiple_of(100) {
+                    if let Some(rl) = cx.shared.read_limiter() {
+                        rl.request(100);
+                    }
+                }
+                Ok(Step::Did(OpType::Read, bytes))
+            }
+            Query::Put => {
+                puts += 1;
+                let size = model.value_size(u, f);
+                value_bytes += size as u64;
+                engine.put(&ts.key, gen.generate_len(size), &p.wo).context("put error")?;
+                if puts.is_multiple_of(100) {
+                    if let Some(rl) = cx.shared.write_limiter() {
+                        rl.request(100);
+                    }
+                }
+                Ok(Step::Did(OpType::Write, 0))
+            }
+            Query::Seek => {
+                let mut it = engine.new_iterator(&p.ro, Bounds::default())?;
+                it.seek(&ts.key);
+                seeks += 1;
+                if it.valid() && it.key() == ts.key.as_slice() {
+                    found += 1;
+                }
+                let (mut bytes, mut j) = (0u64, 0u64);
+                let len = model.scan_len(u, f);
+                while j < len && it.valid() {
+                    let v = it.value();
+                    let n = v.len().min(copy.len());
+                    copy[..n].copy_from_slice(&v[..n]);
+                    bytes += (it.key().len() + v.len()) as u64;
+                    it.next();
+                    j += 1;
+                }
+                it.status().context("iterator error")?;
+                std::hint::black_box(&copy);
+                scanned += j;
+                Ok(Step::Did(OpType::Seek, bytes))
+            }
+        }
+    })?;
+    ts.stats.add_message(&format!(
+        "( Gets:{gets} Puts:{puts} Seek:{seeks}, reads {found} in {} found, avg size: {} value, \
+         {} scan)\n",
+        gets + seeks,
+        c_fixed1(value_bytes as f64 / puts as f64),
+        c_fixed1(scanned as f64 / seeks as f64),
+    ));
+    Ok(())
+}
+
+/// `x` as C's `%.1f` prints it on Linux, where db_bench's 0 / 0 is `-nan`.
+fn c_fixed1(x: f64) -> String {
+    if x.is_nan() {
+        "-nan".to_string()
+    } else {
+        format!("{x:.1}")
+    }
 }

@@ -26,6 +26,9 @@ use crate::rate_limiter::RateLimiter;
 use crate::stats::{OpType, ReportCtx, Stats, Summary};
 use crate::values::ValueGenerator;
 
+/// The rate mixgraph's limiters start at under `--sine_mix_rate`, before the first interval.
+const SINE_START_RATE: u64 = 1_000_000;
+
 /// Shared by the threads of one run.
 pub(super) struct Shared {
     total: usize,
@@ -35,6 +38,16 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// The read limiter (`--benchmark_read_rate_limit`, or mixgraph's sine).
+    pub(super) fn read_limiter(&self) -> Option<&RateLimiter> {
+        self.read_limiter.as_ref()
+    }
+
+    /// The write limiter (`--benchmark_write_rate_limit`, or mixgraph's sine).
+    pub(super) fn write_limiter(&self) -> Option<&RateLimiter> {
+        self.write_limiter.as_ref()
+    }
+
     /// True once every thread but the caller has finished.
     pub(super) fn others_done(&self) -> bool {
         self.num_done.load(Ordering::Acquire) + 1 >= self.total
@@ -352,10 +365,19 @@ impl Runner {
         let shared = Shared {
             total: n,
             num_done: AtomicUsize::new(0),
-            write_limiter: (f.benchmark_write_rate_limit > 0)
-                .then(|| RateLimiter::new(f.benchmark_write_rate_limit)),
-            read_limiter: (f.benchmark_read_rate_limit > 0)
-                .then(|| RateLimiter::new(f.benchmark_read_rate_limit)),
+            // mixgraph's sine starts both limiters at db_bench's 1,000,000 a second.
+            write_limiter: if p.sine_mix {
+                Some(RateLimiter::new(SINE_START_RATE))
+            } else {
+                (f.benchmark_write_rate_limit > 0)
+                    .then(|| RateLimiter::new(f.benchmark_write_rate_limit))
+            },
+            read_limiter: if p.sine_mix {
+                Some(RateLimiter::new(SINE_START_RATE))
+            } else {
+                (f.benchmark_read_rate_limit > 0)
+                    .then(|| RateLimiter::new(f.benchmark_read_rate_limit))
+            },
         };
         let cx = Ctx { cfg: &self.cfg, p, shared: &shared, engine };
         let barrier = Barrier::new(n);

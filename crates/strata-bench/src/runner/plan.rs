@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Result};
 
-use crate::catalog::{self, Benchmark, Tweak};
+use crate::catalog::{self, Benchmark, Mixed, Tweak, Workload};
 use crate::config::Config;
 use crate::engine::{ReadOpts, WriteOpts};
 use crate::keys::KeyFormat;
@@ -27,6 +27,8 @@ pub struct Params {
     pub wo: WriteOpts,
     pub ro: ReadOpts,
     pub duration: u64,
+    /// mixgraph with `--sine_mix_rate`: the run's read and write limiters follow the sine.
+    pub sine_mix: bool,
 }
 
 impl Params {
@@ -51,6 +53,7 @@ impl Params {
             wo: WriteOpts { sync: f.sync, disable_wal: f.disable_wal },
             ro: ReadOpts { verify_checksums: f.verify_checksum, fill_cache: true },
             duration: f.duration as u64,
+            sine_mix: false,
         }
     }
 }
@@ -88,6 +91,7 @@ pub(super) fn plan(cfg: &Config, name: &str) -> Result<Plan> {
             Tweak::WritesNum => p.writes = p.num,
         }
     }
+    p.sine_mix = bench.workload == Workload::Mixed(Mixed::MixGraph) && cfg.flags.sine_mix_rate;
     if bench.workload.extra_background_thread() {
         threads += 1;
     }

@@ -283,3 +283,43 @@ fn background_threads_and_seek_walks_count_as_db_bench_counts() {
     // Per thread: 500 keys put (not counted), then 125 walks of a seek, 3 steps and a seek.
     assert!(line("fillseekseq").contains(" 1250 operations;"), "{out}");
 }
+
+#[test]
+fn mixgraph_draws_gets_puts_and_seeks_in_their_shares() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(
+        dir.path(),
+        &[
+            "--benchmarks=fillseq,mixgraph",
+            "--num=2000",
+            "--reads=3000",
+            "--seed=11",
+            "--mix_get_ratio=0.6",
+            "--mix_put_ratio=0.3",
+            "--mix_seek_ratio=0.1",
+            "--mix_max_scan_len=20",
+            "--keyrange_dist_a=14.18",
+            "--keyrange_dist_b=-2.917",
+            "--keyrange_dist_c=0.0164",
+            "--keyrange_dist_d=-0.08082",
+            "--keyrange_num=30",
+            "--key_dist_a=0.002312",
+            "--key_dist_b=0.3467",
+        ],
+    );
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    let line = out.lines().find(|l| l.starts_with("mixgraph ")).expect("mixgraph line");
+    assert!(line.contains(" 3000 operations;"), "{line}");
+    let field = |name: &str| -> u64 {
+        let at = line.find(name).unwrap_or_else(|| panic!("{name} in {line}")) + name.len();
+        line[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    let (gets, puts, seeks) = (field("Gets:"), field("Puts:"), field("Seek:"));
+    assert_eq!(gets + puts + seeks, 3000, "{line}");
+    // Shares of 600, 300 and 100 in 1000: each within a few percent over 3000 draws.
+    assert!((1650..1950).contains(&gets) && (750..1050).contains(&puts), "{line}");
+    assert!((200..400).contains(&seeks), "{line}");
+    assert!(line.contains(&format!(" in {} found, avg size: ", gets + seeks)), "{line}");
+    assert!(line.contains(" value, ") && line.ends_with(" scan)"), "{line}");
+}

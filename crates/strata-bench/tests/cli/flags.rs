@@ -110,7 +110,11 @@ fn validation() {
     assert_eq!(c.benchmarks.len(), 2);
     assert_eq!(c.seed_base, 7);
     assert!(err(&["--benchmarks=nosuch"]).contains("unknown benchmark 'nosuch'"));
-    assert!(err(&["--benchmarks=mixgraph"]).contains("not implemented"));
+    assert!(err(&["--benchmarks=timeseries"]).contains("not implemented"));
+    let e = err(&["--benchmarks=mixgraph", "--mix_get_ratio=0"]);
+    assert!(e.contains("mixgraph: --mix_get_ratio=0") && e.contains("one must be positive"), "{e}");
+    let e = err(&["--benchmarks=mixgraph", "--keyrange_dist_a=1", "--keyrange_num=2000000"]);
+    assert!(e.contains("more key ranges than --num=1000000 has keys"), "{e}");
     assert!(err(&["--num=0"]).contains("--num=0"));
     assert!(err(&["--compression_ratio=1.5"]).contains("compression_ratio"));
     assert!(err(&["--compression_type=brotli"]).contains("compression_type"));
