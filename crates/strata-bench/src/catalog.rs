@@ -62,6 +62,9 @@ pub enum Fill {
     Put(WriteMode),
     /// Deletes, keys in order (`seq`) or at random.
     Delete { seq: bool },
+    /// db_bench's `randomreplacekeys`: `--numdistinct` keys put, a snapshot held, then each
+    /// operation (single-)deletes one of them and puts its successor in its slot.
+    ReplaceKeys,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +113,9 @@ pub enum Mixed {
     ReadRandomWriteRandom,
     /// Gets, puts and seeks drawn from Facebook's fitted distributions (`crate::mixgraph`).
     MixGraph,
+    /// db_bench's `randomwithverify`: gets, puts and deletes of key triples, each triple
+    /// written in one batch and read at one snapshot, its three values checked equal.
+    RandomWithVerify,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,6 +314,13 @@ pub const BENCHMARKS: &[Benchmark] = &[
     )),
     row("deleteseq", W::Fill(Fill::Delete { seq: true }), WRITE, "deletes keys 0, 1, 2, ..."),
     row("deleterandom", W::Fill(Fill::Delete { seq: false }), WRITE, "deletes random keys"),
+    fresh(row(
+        "randomreplacekeys",
+        W::Fill(Fill::ReplaceKeys),
+        WRITE,
+        "puts --numdistinct keys, holds a snapshot, then deletes keys picked by a normal \
+         distribution (--stddev) and puts the next key of each slot",
+    )),
     row("readseq", W::Read(Read::Seq { reverse: false }), READ, "scans the DB forward"),
     row("readreverse", W::Read(Read::Seq { reverse: true }), READ, "scans the DB backward"),
     tweaked(
@@ -383,6 +396,13 @@ pub const BENCHMARKS: &[Benchmark] = &[
         W::Mixed(Mixed::ReadRandomWriteRandom),
         WRITE,
         "gets and puts of random keys, --readwritepercent of them gets",
+    ),
+    row(
+        "randomwithverify",
+        W::Mixed(Mixed::RandomWithVerify),
+        WRITE,
+        "gets, puts and deletes of key triples of --numdistinct keys, each triple read at a \
+         snapshot and checked equal (--readwritepercent gets, --deletepercent deletes)",
     ),
     row(
         "mixgraph",
@@ -471,7 +491,6 @@ pub const BENCHMARKS: &[Benchmark] = &[
 pub const NOT_IMPLEMENTED: &[&str] = &[
     "fillseqdeterministic",
     "filluniquerandomdeterministic",
-    "randomwithverify",
     "block_cache_entry_stats",
     "cache_report_problems",
     "stats_history",
@@ -483,7 +502,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "getmergeoperands",
     "readrandomoperands",
     "timeseries",
-    "randomreplacekeys",
     "approximatesizerandom",
     "approximatememtablestats",
     "ingestexternalfile",

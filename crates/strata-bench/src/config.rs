@@ -239,6 +239,7 @@ impl Config {
             ("readwritepercent", f.readwritepercent),
             ("mergereadpercent", f.mergereadpercent),
             ("same_value_percentage", f.same_value_percentage),
+            ("deletepercent", f.deletepercent),
         ] {
             if !(0..=100).contains(&v) {
                 bail!("--{name}={v}: must be a percentage (0..100)");
@@ -322,6 +323,19 @@ impl Config {
             }
             if let Err(why) = engine.check_benchmark(&spec.name) {
                 bail!("benchmark '{}' cannot run on engine {}: {why}", spec.name, engine.name());
+            }
+            if spec.name == "randomwithverify" && f.readwritepercent + f.deletepercent > 100 {
+                bail!(
+                    "randomwithverify: --readwritepercent={} and --deletepercent={} leave a \
+                     negative share of puts (their sum must not exceed 100)",
+                    f.readwritepercent,
+                    f.deletepercent
+                );
+            }
+            if matches!(spec.name.as_str(), "randomwithverify" | "randomreplacekeys")
+                && f.numdistinct < 1
+            {
+                bail!("--numdistinct={}: {} needs at least 1 key", f.numdistinct, spec.name);
             }
             if spec.name == "mixgraph" {
                 crate::mixgraph::Model::new(f, num as i64).context("mixgraph")?;

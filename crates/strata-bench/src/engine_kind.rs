@@ -370,6 +370,8 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
         "newiteratorwhilewriting",
         "SQLite's cursor here is a query made at each seek: there is no iterator to set up",
     ),
+    ("randomreplacekeys", "it holds a snapshot, and SQLite's one connection here keeps none"),
+    ("randomwithverify", "it reads at snapshots, and SQLite's one connection here keeps none"),
 ];
 
 /// Engine-class flags the memory engine applies (`engine/memory.rs`).
@@ -416,6 +418,8 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("levelstats", "Kyoto Cabinet's TreeDB has no LSM levels"),
     ("sstables", "Kyoto Cabinet's TreeDB has no table files"),
     ("resetstats", "Kyoto Cabinet keeps no statistics to reset"),
+    ("randomreplacekeys", "it holds a snapshot, and Kyoto Cabinet has none"),
+    ("randomwithverify", "it reads at snapshots, and Kyoto Cabinet has none"),
 ];
 
 /// Engine-class flags applied to fjall (`engine/fjall.rs`). Flags left at their defaults keep

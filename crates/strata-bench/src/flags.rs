@@ -195,7 +195,10 @@ define_flags! {
     writes: i64 = -1i64, Tool, "Writes per thread (-1: --num)";
     deletes: i64 = -1i64, Tool, "Deletes per thread (-1: --num)";
     merge_keys: i64 = -1i64, Tool, "Key space of mergerandom / readrandommergerandom (-1: --num)";
-    numdistinct: i64 = 1000i64, Tool, "Distinct keys of randomwithverify (accepted for compatibility)";
+    numdistinct: i64 = 1000i64, Tool, "Distinct keys of randomwithverify and randomreplacekeys";
+    deletepercent: i64 = 2i64, Tool, "randomwithverify: percent of deletes (the rest of --readwritepercent's complement are puts)";
+    stddev: f64 = 2000.0f64, Tool, "randomreplacekeys: standard deviation of the normal distribution keys are picked by";
+    use_single_deletes: bool = true, Tool, "randomreplacekeys: SingleDelete instead of Delete (an engine without it deletes)";
     threads: i64 = 1i64, Tool, "Worker threads; each does the full per-thread count";
     duration: i64 = 0i64, Tool, "Seconds to run (0: count-driven); also bounds crc32c/xxh3/compress/uncompress here";
     ops_between_duration_checks: i64 = 1000i64, Tool, "Operations between two checks of --duration";

@@ -182,6 +182,74 @@ impl Mt32 {
     }
 }
 
+/// `std::minstd_rand0`, libstdc++'s `std::default_random_engine`: `x = 16807 x mod (2^31 - 1)`,
+/// seeded with 1 by default, drawing in `1..2^31 - 1`.
+#[derive(Clone, Debug)]
+pub struct MinStdRand0 {
+    x: u64,
+}
+
+impl Default for MinStdRand0 {
+    fn default() -> Self {
+        MinStdRand0 { x: 1 }
+    }
+}
+
+impl MinStdRand0 {
+    const M: u64 = 2_147_483_647;
+
+    pub fn next_u32(&mut self) -> u32 {
+        self.x = self.x * 16807 % Self::M;
+        self.x as u32
+    }
+
+    /// libstdc++'s `generate_canonical<double, 53>` over this engine: two draws, the first
+    /// the low digit, in base `2^31 - 2`.
+    fn canonical(&mut self) -> f64 {
+        let r = (Self::M - 1) as f64;
+        let lo = f64::from(self.next_u32() - 1);
+        let hi = f64::from(self.next_u32() - 1);
+        let v = (lo + hi * r) / (r * r);
+        if v >= 1.0 {
+            1.0f64.next_down()
+        } else {
+            v
+        }
+    }
+}
+
+/// libstdc++'s `std::normal_distribution<double>` (the Marsaglia polar method, the second
+/// value of each pair kept for the next call), so a run draws what db_bench draws.
+#[derive(Clone, Debug)]
+pub struct Normal {
+    mean: f64,
+    stddev: f64,
+    saved: Option<f64>,
+}
+
+impl Normal {
+    pub fn new(mean: f64, stddev: f64) -> Normal {
+        Normal { mean, stddev, saved: None }
+    }
+
+    pub fn sample(&mut self, rng: &mut MinStdRand0) -> f64 {
+        let v = match self.saved.take() {
+            Some(v) => v,
+            None => loop {
+                let x = 2.0 * rng.canonical() - 1.0;
+                let y = 2.0 * rng.canonical() - 1.0;
+                let r2 = x * x + y * y;
+                if r2 <= 1.0 && r2 != 0.0 {
+                    let mult = (-2.0 * r2.ln() / r2).sqrt();
+                    self.saved = Some(x * mult);
+                    break y * mult;
+                }
+            },
+        };
+        v * self.stddev + self.mean
+    }
+}
+
 /// Shuffles `v` (Fisher–Yates) with `std::mt19937(seed)`. Every element appears once; the order
 /// is not bit-identical to libstdc++'s `std::shuffle`, whose index draws are an implementation
 /// detail.
@@ -218,6 +286,28 @@ mod tests {
         // [rand.predef]: the 10000th output of a default-constructed mt19937 (seed 5489).
         let mut r = Mt32::new(5489);
         assert_eq!(ten_thousandth(|| r.next_u32()), 4123659995);
+    }
+
+    #[test]
+    fn minstd_rand0_and_the_normal_distribution_match_libstdcxx() {
+        // [rand.predef]: the 10000th output of a default-constructed minstd_rand0.
+        let mut r = MinStdRand0::default();
+        assert_eq!(ten_thousandth(|| r.next_u32()), 1043618065);
+        // std::normal_distribution<double>(500, 2000) over std::default_random_engine, as
+        // libstdc++ (GCC 12) draws them.
+        let (mut g, mut d) = (MinStdRand0::default(), Normal::new(500.0, 2000.0));
+        let got: Vec<f64> = (0..6).map(|_| d.sample(&mut g)).collect();
+        let want = [
+            256.068_431_716_806_2,
+            -1673.6360885227145,
+            1868.5798875931096,
+            -1650.3782990360583,
+            566.538_952_840_984_7,
+            1989.6711954455648,
+        ];
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-9, "{got:?}");
+        }
     }
 
     #[test]

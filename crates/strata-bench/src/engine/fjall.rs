@@ -25,7 +25,7 @@ use fjall::config::{
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Readable};
 
 use super::chunked::{ChunkSource, ChunkedCursor, Entry};
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, ReadOpts, WriteOpts};
 use crate::config::{Compression, Config};
 
 // Flags applied here, benchmarks fjall cannot run: `crate::engine_kind` (`FJALL_*`).
@@ -175,6 +175,10 @@ impl Engine for FjallEngine {
         }
     }
 
+    fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
+        Ok(Box::new(Source { snapshot: self.db.snapshot(), ks: &self.ks }))
+    }
+
     fn new_iterator<'a>(
         &'a self,
         _ro: &ReadOpts,
@@ -242,6 +246,19 @@ impl Engine for FjallEngine {
 struct Source<'a> {
     snapshot: fjall::Snapshot,
     ks: &'a Keyspace,
+}
+
+impl EngineSnapshot for Source<'_> {
+    fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        match self.snapshot.get(self.ks, key).context("fjall get")? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
 }
 
 impl ChunkSource for Source<'_> {

@@ -14,7 +14,7 @@ use std::ptr::{self, NonNull};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, ReadOpts, WriteOpts};
 use crate::config::{Compression, Config};
 
 // Flags applied here, benchmarks LevelDB cannot run: `crate::engine_kind` (`LEVELDB_*`).
@@ -51,6 +51,10 @@ struct leveldb_writebatch_t {
 struct leveldb_iterator_t {
     _opaque: [u8; 0],
 }
+#[repr(C)]
+struct leveldb_snapshot_t {
+    _opaque: [u8; 0],
+}
 
 /// `leveldb_no_compression` and `leveldb_snappy_compression` of `c.h`.
 const NO_COMPRESSION: c_int = 0;
@@ -68,6 +72,12 @@ extern "C" {
         err: errptr,
     ) -> *mut leveldb_t;
     fn leveldb_close(db: *mut leveldb_t);
+    fn leveldb_create_snapshot(db: *mut leveldb_t) -> *const leveldb_snapshot_t;
+    fn leveldb_release_snapshot(db: *mut leveldb_t, snapshot: *const leveldb_snapshot_t);
+    fn leveldb_readoptions_set_snapshot(
+        o: *mut leveldb_readoptions_t,
+        snapshot: *const leveldb_snapshot_t,
+    );
     fn leveldb_put(
         db: *mut leveldb_t,
         options: *const leveldb_writeoptions_t,
@@ -351,6 +361,28 @@ impl Drop for WriteOptions {
     }
 }
 
+/// A LevelDB snapshot with read options at it, by `[verify_checksums * 2 + fill_cache]`.
+struct LevelDbSnapshot<'a> {
+    engine: &'a LevelDbEngine,
+    snap: *const leveldb_snapshot_t,
+    read: [Option<ReadOptions>; 4],
+}
+
+impl Drop for LevelDbSnapshot<'_> {
+    fn drop(&mut self) {
+        // SAFETY: created by leveldb_create_snapshot on this engine's open DB, released once.
+        unsafe { leveldb_release_snapshot(self.engine.db.0.as_ptr(), self.snap) }
+    }
+}
+
+impl EngineSnapshot for LevelDbSnapshot<'_> {
+    fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        let i = usize::from(ro.verify_checksums) * 2 + usize::from(ro.fill_cache);
+        let o = self.read[i].as_ref().ok_or_else(|| anyhow!("snapshot read options missing"))?;
+        self.engine.get_with(o.0.as_ptr(), key, out)
+    }
+}
+
 /// Fields drop in order: the DB closes before the options (cache, filter policy) it uses.
 struct LevelDbEngine {
     db: Db,
@@ -370,6 +402,37 @@ unsafe impl Send for LevelDbEngine {}
 unsafe impl Sync for LevelDbEngine {}
 
 impl LevelDbEngine {
+    /// A get with read options `o`.
+    fn get_with(
+        &self,
+        o: *const leveldb_readoptions_t,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let mut len = 0usize;
+        let mut err = ptr::null_mut();
+        // SAFETY: the DB and options are live; the key is valid for the call; the value is
+        // NULL (not found) or `len` malloc()-ed bytes, copied and released once here.
+        unsafe {
+            let v = leveldb_get(
+                self.db.0.as_ptr(),
+                o,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            );
+            check(err, "get")?;
+            if v.is_null() {
+                return Ok(false);
+            }
+            out.clear();
+            out.extend_from_slice(std::slice::from_raw_parts(v.cast::<u8>(), len));
+            leveldb_free(v.cast());
+        }
+        Ok(true)
+    }
+
     /// The read options of `ro`.
     fn read_options(&self, ro: &ReadOpts) -> *const leveldb_readoptions_t {
         self.read[usize::from(ro.verify_checksums)][usize::from(ro.fill_cache)].0.as_ptr()
@@ -476,29 +539,25 @@ impl Engine for LevelDbEngine {
     }
 
     fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        let o = self.read_options(ro);
-        let mut len = 0usize;
-        let mut err = ptr::null_mut();
-        // SAFETY: the DB and options are live; the key is valid for the call; the value is
-        // NULL (not found) or `len` malloc()-ed bytes, copied and released once here.
-        unsafe {
-            let v = leveldb_get(
-                self.db.0.as_ptr(),
-                o,
-                key.as_ptr().cast(),
-                key.len(),
-                &mut len,
-                &mut err,
-            );
-            check(err, "get")?;
-            if v.is_null() {
-                return Ok(false);
-            }
-            out.clear();
-            out.extend_from_slice(std::slice::from_raw_parts(v.cast::<u8>(), len));
-            leveldb_free(v.cast());
+        self.get_with(self.read_options(ro), key, out)
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
+        // SAFETY: the DB is open; the snapshot is released once, by `LevelDbSnapshot`'s drop,
+        // while the engine it borrows is still open.
+        let snap = unsafe { leveldb_create_snapshot(self.db.0.as_ptr()) };
+        if snap.is_null() {
+            bail!("leveldb_create_snapshot failed");
         }
-        Ok(true)
+        let mut held = LevelDbSnapshot { engine: self, snap, read: [None, None, None, None] };
+        for (i, slot) in held.read.iter_mut().enumerate() {
+            let o = ReadOptions::new(i & 2 != 0, i & 1 != 0)?;
+            // SAFETY: both are live; the options only keep the pointer, and are dropped with
+            // the snapshot, which outlives every read through them.
+            unsafe { leveldb_readoptions_set_snapshot(o.0.as_ptr(), snap) };
+            *slot = Some(o);
+        }
+        Ok(Box::new(held))
     }
 
     fn new_iterator<'a>(

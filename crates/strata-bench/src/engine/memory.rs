@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use anyhow::{anyhow, bail, Result};
 
 use super::merge::MergeKind;
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, ReadOpts, WriteOpts};
 use crate::config::Config;
 
 // The engine-class flags applied here are listed in `crate::engine_kind::MEMORY_HONOURED_FLAGS`.
@@ -39,6 +39,21 @@ pub fn destroy(cfg: &Config) -> Result<()> {
     let mut r = registry().lock().map_err(|_| anyhow!("memory engine registry poisoned"))?;
     r.remove(&cfg.db);
     Ok(())
+}
+
+struct MemorySnapshot(Map);
+
+impl EngineSnapshot for MemorySnapshot {
+    fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        match self.0.get(key) {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
 }
 
 struct MemoryEngine {
@@ -107,6 +122,11 @@ impl Engine for MemoryEngine {
             }
             None => Ok(false),
         }
+    }
+
+    /// A copy of the map: this engine is for tests, whose DBs are small.
+    fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
+        Ok(Box::new(MemorySnapshot(self.read_map()?.clone())))
     }
 
     fn new_iterator<'a>(

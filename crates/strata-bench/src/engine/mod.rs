@@ -234,10 +234,22 @@ pub fn txn_step<E>(
     }
 }
 
+/// A consistent view of an engine's keys as they were when it was taken, held until dropped
+/// (RocksDB's `GetSnapshot` / `ReleaseSnapshot`).
+pub trait EngineSnapshot {
+    /// Reads `key` as of the snapshot, as [`Engine::get`] reads it now.
+    fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool>;
+}
+
 /// An open database.
 pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()>;
     fn delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()>;
+    /// RocksDB's `SingleDelete`: deletes a key put at most once since it was last deleted.
+    /// An engine without it deletes, which gives that contract the same result.
+    fn single_delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
+        self.delete(key, wo)
+    }
     fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()>;
     /// Applies `batch` atomically.
     fn write(&self, batch: &Batch, wo: &WriteOpts) -> Result<()>;
@@ -268,6 +280,11 @@ pub trait Engine: Send + Sync {
         ro: &ReadOpts,
         bounds: Bounds<'_>,
     ) -> Result<Box<dyn EngineIter + 'a>>;
+    /// A snapshot of the DB now; an engine without snapshots says so, and the benchmarks that
+    /// take one are refused on it (`crate::engine_kind`).
+    fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
+        bail!("this engine has no snapshots")
+    }
     /// Writes the memtable out and waits.
     fn flush(&self) -> Result<()>;
     /// Compacts the whole key range (`CompactRange(nullptr, nullptr)`).

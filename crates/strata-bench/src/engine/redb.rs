@@ -23,7 +23,7 @@ use redb::{
 };
 
 use super::chunked::{ChunkSource, ChunkedCursor, Entry};
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, ReadOpts, WriteOpts};
+use super::{Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, ReadOpts, WriteOpts};
 use crate::config::{Compression, Config};
 
 // Flags applied here, benchmarks redb cannot run: `crate::engine_kind` (`REDB_*`).
@@ -139,6 +139,11 @@ impl Engine for RedbEngine {
         }
     }
 
+    /// A read transaction's table, kept open.
+    fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
+        Ok(Box::new(Source(self.db.begin_read()?.open_table(TABLE)?)))
+    }
+
     fn new_iterator<'a>(
         &'a self,
         _ro: &ReadOpts,
@@ -195,6 +200,19 @@ impl Engine for RedbEngine {
 /// Chunks of a cursor, all read from the read transaction the table was opened in (one
 /// snapshot).
 struct Source(ReadOnlyTable<&'static [u8], &'static [u8]>);
+
+impl EngineSnapshot for Source {
+    fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        match self.0.get(key)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v.value());
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
 
 impl ChunkSource for Source {
     fn fetch(

@@ -14,7 +14,9 @@ use rocksdb::{
 };
 
 use super::merge::MergeKind;
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
+use super::{
+    Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, LiveFile, ReadOpts, WriteOpts,
+};
 use crate::config::{Compression, Config};
 
 /// Version of the RocksDB library the `rocksdb` crate bundles.
@@ -530,6 +532,7 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
         db,
         opts,
         ro,
+        verify_checksums: f.verify_checksum,
         wo,
         batched_multiget: f.multiread_batched,
         tailing: f.use_tailing_iterator,
@@ -542,6 +545,8 @@ struct RocksEngine {
     opts: Options,
     /// Prebuilt read options (building one costs an allocation and an FFI call).
     ro: ReadOptions,
+    /// `--verify_checksum`, for the read options of a snapshot.
+    verify_checksums: bool,
     /// Prebuilt write options, indexed by `sync * 2 + disable_wal`.
     wo: [WriteOptions; 4],
     batched_multiget: bool,
@@ -582,6 +587,23 @@ impl Engine for RocksEngine {
             None => Ok(self.db.delete_opt(key, self.wo(*wo))?),
             Some(cf) => Ok(self.db.delete_cf_opt(cf, key, self.wo(*wo))?),
         }
+    }
+
+    fn single_delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
+        let mut b = WriteBatch::default();
+        match self.cf(key)? {
+            None => b.single_delete(key),
+            Some(cf) => b.single_delete_cf(cf, key),
+        }
+        Ok(self.db.write_opt(b, self.wo(*wo))?)
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
+        let snap = self.db.snapshot();
+        let mut ro = ReadOptions::default();
+        ro.set_verify_checksums(self.verify_checksums);
+        ro.set_snapshot(&snap);
+        Ok(Box::new(RocksSnapshot { engine: self, ro, _snap: snap }))
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {
@@ -728,6 +750,32 @@ impl Engine for RocksEngine {
 
     fn compact_files(&self, names: &[String], output_level: usize) -> Result<()> {
         compact_files(&self.db, names, output_level)
+    }
+}
+
+/// A RocksDB snapshot with the read options that read at it, built once.
+struct RocksSnapshot<'a> {
+    engine: &'a RocksEngine,
+    /// Points at `_snap`, which it must not outlive (fields drop in order).
+    ro: ReadOptions,
+    _snap: rocksdb::SnapshotWithThreadMode<'a, DB>,
+}
+
+impl EngineSnapshot for RocksSnapshot<'_> {
+    fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        let db = &self.engine.db;
+        let value = match self.engine.cf(key)? {
+            None => db.get_pinned_opt(key, &self.ro)?,
+            Some(cf) => db.get_pinned_cf_opt(cf, key, &self.ro)?,
+        };
+        match value {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 }
 

@@ -16,7 +16,9 @@ use strata::{
     WriteOptions,
 };
 
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, LiveFile, ReadOpts, WriteOpts};
+use super::{
+    Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, LiveFile, ReadOpts, WriteOpts,
+};
 use crate::config::{Compression, Config};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -510,6 +512,28 @@ impl StrataEngine {
     }
 }
 
+/// A Strata snapshot, read in the engine's families.
+struct StrataSnapshot<'a> {
+    engine: &'a StrataEngine,
+    snap: strata::Snapshot<'static>,
+}
+
+impl EngineSnapshot for StrataSnapshot<'_> {
+    fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        let r = match self.engine.cf_of(key) {
+            None => self.snap.get_opt(key, &ropts(*ro))?,
+            Some(cf) => self.snap.get_cf_opt(cf, key, &ropts(*ro))?,
+        };
+        match r {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
 fn wopts(wo: WriteOpts) -> WriteOptions {
     WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal, ..WriteOptions::default() }
 }
@@ -542,6 +566,22 @@ impl Engine for StrataEngine {
             (db, None) => Ok(db.delete_opt(key, &w)?),
             (db, Some(cf)) => Ok(db.delete_cf_opt(cf, key, &w)?),
         }
+    }
+
+    fn single_delete(&self, key: &[u8], wo: &WriteOpts) -> Result<()> {
+        let mut b = WriteBatch::default();
+        match self.cf_of(key) {
+            None => b.single_delete(key),
+            Some(cf) => b.single_delete_cf(cf, key),
+        }
+        match &self.db {
+            Handle::Pessimistic(t, _) => Ok(t.write_opt(b, &wopts(*wo))?),
+            db => Ok(db.write_opt(b, &wopts(*wo))?),
+        }
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
+        Ok(Box::new(StrataSnapshot { engine: self, snap: self.db.snapshot() }))
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: &WriteOpts) -> Result<()> {

@@ -1,11 +1,12 @@
 //! Puts and deletes: fillseq, fillrandom, filluniquerandom, overwrite, fillsync, fill100K,
-//! fillbatch, deleteseq, deleterandom (`docs/db_bench.md` §5.2).
+//! fillbatch, deleteseq, deleterandom, randomreplacekeys (`docs/db_bench.md` §5.2).
 
 use anyhow::{Context, Result};
 
 use super::op_loop::{Ctx, Step, Worker};
 use crate::engine::Batch;
 use crate::keys::{KeyGenerator, WriteMode};
+use crate::random::{MinStdRand0, Normal};
 use crate::stats::OpType;
 
 /// `--writes` puts per thread in `--batch_size` batches; `--duration` bounds only random
@@ -66,4 +67,80 @@ pub(super) fn delete(seq: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()>
         i += p.batch;
         Ok(Step::Did(OpType::Delete, 0))
     })
+}
+
+/// Keys a slot of randomreplacekeys walks through before it starts again.
+const REPLACE_SLOT: u64 = 50;
+
+/// db_bench's `randomreplacekeys`: puts keys `i * 50` for `i` in `0..--numdistinct`, takes a
+/// snapshot it holds for the rest of the run (so no tombstone below it can be dropped), then
+/// `--num` times (or for `--duration` seconds) picks a slot by a normal distribution around
+/// `--numdistinct / 2` of deviation `--stddev` (libstdc++'s `default_random_engine`, so every
+/// thread and every run draws what db_bench draws), deletes the slot's current key
+/// (`SingleDelete` with `--use_single_deletes`, the default) and puts the next key of the slot
+/// (`i * 50 + 0..50`, round) with an empty value: one operation of no named kind.
+pub(super) fn replace_keys(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let (p, f, engine) = (cx.p, cx.flags(), cx.engine);
+    let distinct = f.numdistinct.max(1) as u64;
+    let mut gen = cx.values();
+    for i in 0..distinct {
+        p.key.encode(i * REPLACE_SLOT, p.flags_num, &mut ts.key);
+        engine.put(&ts.key, gen.generate(), &p.wo).context("put error")?;
+    }
+    let _held = engine.snapshot().context("randomreplacekeys holds a snapshot")?;
+    let mut counters = vec![0u64; distinct as usize];
+    let (mut rng, mut normal) =
+        (MinStdRand0::default(), Normal::new(distinct as f64 / 2.0, f.stddev));
+    cx.ops(p.flags_num, 1, true).run(ts, |ts| {
+        let slot = (normal.sample(&mut rng) as i64).clamp(0, distinct as i64 - 1) as usize;
+        p.key.encode(slot as u64 * REPLACE_SLOT + counters[slot], p.flags_num, &mut ts.key);
+        if f.use_single_deletes {
+            engine.single_delete(&ts.key, &p.wo)
+        } else {
+            engine.delete(&ts.key, &p.wo)
+        }
+        .context("delete error")?;
+        counters[slot] = (counters[slot] + 1) % REPLACE_SLOT;
+        p.key.encode(slot as u64 * REPLACE_SLOT + counters[slot], p.flags_num, &mut ts.key);
+        engine.put(&ts.key, &[], &p.wo).context("put error")?;
+        Ok(Step::Did(OpType::Others, 0))
+    })?;
+    ts.stats.add_message(&format!(
+        "use single deletes: {}, standard deviation: {:.6}\n",
+        u8::from(f.use_single_deletes),
+        f.stddev
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::{Bounds, ReadOpts};
+    use crate::runner::Runner;
+
+    #[test]
+    fn randomreplacekeys_keeps_one_key_per_slot() {
+        let args = [
+            "--engine=memory",
+            "--db=/mem/replace",
+            "--benchmarks=randomreplacekeys",
+            "--num=3000",
+            "--numdistinct=40",
+            "--stddev=8",
+            "--seed=1",
+        ];
+        let cfg = Config::from_args(&args).expect("config");
+        Runner::new(cfg.clone()).run().expect("run");
+        let engine = cfg.engine.open(&cfg).expect("open");
+        let mut it = engine.new_iterator(&ReadOpts::default(), Bounds::default()).expect("iter");
+        it.seek_to_first();
+        let mut slots = Vec::new();
+        while it.valid() {
+            let n = u64::from_be_bytes(it.key()[..8].try_into().expect("8 bytes"));
+            slots.push(n / super::REPLACE_SLOT);
+            it.next();
+        }
+        assert_eq!(slots, (0..40).collect::<Vec<u64>>(), "one key per slot, every slot");
+    }
 }

@@ -29,6 +29,7 @@ pub(super) fn run(kind: Mixed, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> 
         Mixed::WhileScanning => read::random(false, cx, ts),
         Mixed::ReadRandomWriteRandom => read_random_write_random(cx, ts),
         Mixed::MixGraph => mix_graph(cx, ts),
+        Mixed::RandomWithVerify => random_with_verify(cx, ts),
     }
 }
 
@@ -224,11 +225,132 @@ fn mix_graph(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     Ok(())
 }
 
+/// db_bench's `randomwithverify`: `--reads`/`--writes` operations per thread (the larger;
+/// both unset: `--num`) on key triples `K0`, `K1`, `K2` of `--numdistinct` keys `K`, in
+/// blocks of 100 operations: `--readwritepercent` gets first, then the puts, then
+/// `--deletepercent` deletes. A put writes the three keys with one value in one batch, a
+/// delete removes them in one batch, a get reads them at one snapshot; three values not all
+/// equal (absent counts as empty) are printed as db_bench prints them, counted, and fail the
+/// benchmark at its end (db_bench goes on without failing). Message:
+/// `( get:<g> put:<p> del:<d> total:<n> found:<f>)`, *found* when the last of the three was.
+fn random_with_verify(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let (p, f, engine) = (cx.p, cx.flags(), cx.engine);
+    let distinct = f.numdistinct.max(1) as u64;
+    let mut gen = cx.values();
+    let mut batch = crate::engine::Batch::default();
+    let (mut gets, mut puts, mut dels, mut found, mut bad) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut get_left, mut put_left, mut del_left) = (0i64, 0i64, 0i64);
+    let mut values: [Vec<u8>; 3] = Default::default();
+    let mut key = Vec::new();
+    cx.ops(p.readwrites, 1, false).run(ts, |ts| {
+        if get_left == 0 && put_left == 0 && del_left == 0 {
+            get_left = f.readwritepercent;
+            del_left = f.deletepercent;
+            put_left = 100 - get_left - del_left;
+        }
+        p.key.encode(ts.rand.next_u64() % distinct, distinct, &mut ts.key);
+        let triple = |key: &mut Vec<u8>, base: &[u8], suffix: u8| {
+            key.clear();
+            key.extend_from_slice(base);
+            key.push(suffix);
+        };
+        if get_left > 0 {
+            let snap = engine.snapshot().context("randomwithverify reads at a snapshot")?;
+            let mut last = false;
+            for (i, v) in values.iter_mut().enumerate() {
+                triple(&mut key, &ts.key, b'0' + i as u8);
+                last = snap.get(&key, &p.ro, v).context("get error")?;
+                if !last {
+                    v.clear();
+                }
+            }
+            drop(snap);
+            if values[0] != values[1] || values[1] != values[2] {
+                bad += 1;
+                eprintln!(
+                    "inconsistent values for key {}: {}, {}, {}",
+                    ts.key.escape_ascii(),
+                    values[0].escape_ascii(),
+                    values[1].escape_ascii(),
+                    values[2].escape_ascii()
+                );
+            }
+            found += u64::from(last);
+            get_left -= 1;
+            gets += 1;
+            Ok(Step::Did(OpType::Read, 0))
+        } else if put_left > 0 {
+            batch.clear();
+            let v = gen.generate();
+            for suffix in [b'2', b'1', b'0'] {
+                triple(&mut key, &ts.key, suffix);
+                batch.put(&key, v);
+            }
+            engine.write(&batch, &p.wo).context("putmany error")?;
+            put_left -= 1;
+            puts += 1;
+            Ok(Step::Did(OpType::Write, 0))
+        } else {
+            batch.clear();
+            for suffix in [b'1', b'2', b'0'] {
+                triple(&mut key, &ts.key, suffix);
+                batch.delete(&key);
+            }
+            engine.write(&batch, &p.wo).context("deletemany error")?;
+            del_left -= 1;
+            dels += 1;
+            Ok(Step::Did(OpType::Delete, 0))
+        }
+    })?;
+    ts.stats.add_message(&format!(
+        "( get:{gets} put:{puts} del:{dels} total:{} found:{found})",
+        p.readwrites
+    ));
+    if bad > 0 {
+        anyhow::bail!("randomwithverify: {bad} of {gets} triples read with values not all equal");
+    }
+    Ok(())
+}
+
 /// `x` as C's `%.1f` prints it on Linux, where db_bench's 0 / 0 is `-nan`.
 fn c_fixed1(x: f64) -> String {
     if x.is_nan() {
         "-nan".to_string()
     } else {
         format!("{x:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::WriteOpts;
+    use crate::runner::{Params, Runner};
+
+    #[test]
+    fn randomwithverify_fails_on_a_triple_whose_values_differ() {
+        let args = [
+            "--engine=memory",
+            "--db=/mem/verify",
+            "--benchmarks=randomwithverify",
+            "--use_existing_db=1",
+            "--numdistinct=1",
+            "--readwritepercent=100",
+            "--deletepercent=0",
+            "--num=10",
+            "--seed=1",
+        ];
+        let cfg = Config::from_args(&args).expect("config");
+        let engine = cfg.engine.open(&cfg).expect("open");
+        let mut key = Vec::new();
+        Params::new(&cfg).key.encode(0, 1, &mut key);
+        for (suffix, value) in [(b'0', "a"), (b'1', "a"), (b'2', "b")] {
+            let mut k = key.clone();
+            k.push(suffix);
+            engine.put(&k, value.as_bytes(), &WriteOpts::default()).expect("put");
+        }
+        drop(engine);
+        let e = format!("{:#}", Runner::new(cfg).run().expect_err("a bad triple"));
+        assert!(e.contains("randomwithverify: 10 of 10 triples"), "{e}");
     }
 }
