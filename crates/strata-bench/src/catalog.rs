@@ -77,6 +77,8 @@ pub enum Read {
     Multi,
     /// An iterator created and dropped, nothing read through it.
     NewIterator,
+    /// `GetApproximateSizes` of `--batch_size` random key ranges.
+    ApproximateSizes,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -349,6 +351,12 @@ pub const BENCHMARKS: &[Benchmark] = &[
     ),
     row("multireadrandom", W::Read(Read::Multi), READ, "MultiGet of --batch_size random keys"),
     row("newiterator", W::Read(Read::NewIterator), READ, "creates and drops an iterator"),
+    row(
+        "approximatesizerandom",
+        W::Read(Read::ApproximateSizes),
+        READ,
+        "approximate sizes of --batch_size random key ranges per call",
+    ),
     row("seekrandom", W::Seek(Seek::Random), READ, "seeks to random keys, then --seek_nexts steps"),
     tweaked(
         row(
@@ -502,7 +510,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "getmergeoperands",
     "readrandomoperands",
     "timeseries",
-    "approximatesizerandom",
     "approximatememtablestats",
     "ingestexternalfile",
     "openandcompact",

@@ -371,6 +371,7 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
         "SQLite's cursor here is a query made at each seek: there is no iterator to set up",
     ),
     ("randomreplacekeys", "it holds a snapshot, and SQLite's one connection here keeps none"),
+    ("approximatesizerandom", "SQLite has no approximate sizes of key ranges"),
     ("randomwithverify", "it reads at snapshots, and SQLite's one connection here keeps none"),
 ];
 
@@ -419,6 +420,7 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("sstables", "Kyoto Cabinet's TreeDB has no table files"),
     ("resetstats", "Kyoto Cabinet keeps no statistics to reset"),
     ("randomreplacekeys", "it holds a snapshot, and Kyoto Cabinet has none"),
+    ("approximatesizerandom", "Kyoto Cabinet has no approximate sizes of key ranges"),
     ("randomwithverify", "it reads at snapshots, and Kyoto Cabinet has none"),
 ];
 
@@ -442,6 +444,7 @@ pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
     ("levelstats", "fjall exposes no per-level statistics"),
     ("sstables", "fjall exposes no table file listing"),
     ("resetstats", "fjall keeps no statistics to reset"),
+    ("approximatesizerandom", "fjall has no approximate sizes of key ranges"),
 ];
 
 /// Engine-class flags applied to redb (`engine/redb.rs`): `--cache_size` is its page cache;
@@ -458,4 +461,5 @@ pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("levelstats", "redb has no LSM levels"),
     ("sstables", "redb has no table files"),
     ("resetstats", "redb keeps no statistics to reset"),
+    ("approximatesizerandom", "redb has no approximate sizes of key ranges"),
 ];

@@ -72,6 +72,15 @@ extern "C" {
         err: errptr,
     ) -> *mut leveldb_t;
     fn leveldb_close(db: *mut leveldb_t);
+    fn leveldb_approximate_sizes(
+        db: *mut leveldb_t,
+        num_ranges: c_int,
+        range_start_key: *const *const c_char,
+        range_start_key_len: *const usize,
+        range_limit_key: *const *const c_char,
+        range_limit_key_len: *const usize,
+        sizes: *mut u64,
+    );
     fn leveldb_create_snapshot(db: *mut leveldb_t) -> *const leveldb_snapshot_t;
     fn leveldb_release_snapshot(db: *mut leveldb_t, snapshot: *const leveldb_snapshot_t);
     fn leveldb_readoptions_set_snapshot(
@@ -540,6 +549,36 @@ impl Engine for LevelDbEngine {
 
     fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
         self.get_with(self.read_options(ro), key, out)
+    }
+
+    fn approximate_sizes(
+        &self,
+        ranges: &[u8],
+        key_size: usize,
+        sizes: &mut Vec<u64>,
+    ) -> Result<()> {
+        let pairs: Vec<&[u8]> = ranges.chunks_exact(2 * key_size).collect();
+        let n = c_int::try_from(pairs.len()).map_err(|_| anyhow!("too many ranges"))?;
+        let starts: Vec<*const c_char> = pairs.iter().map(|r| r.as_ptr().cast()).collect();
+        let limits: Vec<*const c_char> =
+            pairs.iter().map(|r| r[key_size..].as_ptr().cast()).collect();
+        let lens = vec![key_size; pairs.len()];
+        sizes.clear();
+        sizes.resize(pairs.len(), 0);
+        // SAFETY: the DB is open; every array holds `n` entries, the keys live in `ranges`
+        // for the call, and `sizes` has room for `n` results.
+        unsafe {
+            leveldb_approximate_sizes(
+                self.db.0.as_ptr(),
+                n,
+                starts.as_ptr(),
+                lens.as_ptr(),
+                limits.as_ptr(),
+                lens.as_ptr(),
+                sizes.as_mut_ptr(),
+            );
+        }
+        Ok(())
     }
 
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {

@@ -124,6 +124,29 @@ impl Engine for MemoryEngine {
         }
     }
 
+    /// The exact bytes (keys and values) in each range.
+    fn approximate_sizes(
+        &self,
+        ranges: &[u8],
+        key_size: usize,
+        sizes: &mut Vec<u64>,
+    ) -> Result<()> {
+        let m = self.read_map()?;
+        sizes.clear();
+        for r in ranges.chunks_exact(2 * key_size) {
+            let (lo, hi) = (&r[..key_size], &r[key_size..]);
+            let n = if lo < hi {
+                m.range::<[u8], _>((Bound::Included(lo), Bound::Excluded(hi)))
+                    .map(|(k, v)| (k.len() + v.len()) as u64)
+                    .sum()
+            } else {
+                0
+            };
+            sizes.push(n);
+        }
+        Ok(())
+    }
+
     /// A copy of the map: this engine is for tests, whose DBs are small.
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
         Ok(Box::new(MemorySnapshot(self.read_map()?.clone())))

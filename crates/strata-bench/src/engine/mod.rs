@@ -280,6 +280,18 @@ pub trait Engine: Send + Sync {
         ro: &ReadOpts,
         bounds: Bounds<'_>,
     ) -> Result<Box<dyn EngineIter + 'a>>;
+    /// The approximate bytes the table files hold of each key range `[start, end)` of `ranges`
+    /// (`start` and `end` `key_size` bytes each, concatenated), into `sizes` (RocksDB's
+    /// `GetApproximateSizes` with its default flags: files, not memtables; the default
+    /// family).
+    fn approximate_sizes(
+        &self,
+        _ranges: &[u8],
+        _key_size: usize,
+        _sizes: &mut Vec<u64>,
+    ) -> Result<()> {
+        bail!("this engine has no approximate sizes of key ranges")
+    }
     /// A snapshot of the DB now; an engine without snapshots says so, and the benchmarks that
     /// take one are refused on it (`crate::engine_kind`).
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {

@@ -598,6 +598,20 @@ impl Engine for RocksEngine {
         Ok(self.db.write_opt(b, self.wo(*wo))?)
     }
 
+    fn approximate_sizes(
+        &self,
+        ranges: &[u8],
+        key_size: usize,
+        sizes: &mut Vec<u64>,
+    ) -> Result<()> {
+        let rs: Vec<rocksdb::Range<'_>> = ranges
+            .chunks_exact(2 * key_size)
+            .map(|r| rocksdb::Range::new(&r[..key_size], &r[key_size..]))
+            .collect();
+        *sizes = self.db.get_approximate_sizes(&rs);
+        Ok(())
+    }
+
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
         let snap = self.db.snapshot();
         let mut ro = ReadOptions::default();

@@ -580,6 +580,20 @@ impl Engine for StrataEngine {
         }
     }
 
+    fn approximate_sizes(
+        &self,
+        ranges: &[u8],
+        key_size: usize,
+        sizes: &mut Vec<u64>,
+    ) -> Result<()> {
+        let rs: Vec<strata::Range<'_>> = ranges
+            .chunks_exact(2 * key_size)
+            .map(|r| strata::Range::new(&r[..key_size], &r[key_size..]))
+            .collect();
+        *sizes = self.db.get_approximate_sizes(&rs);
+        Ok(())
+    }
+
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
         Ok(Box::new(StrataSnapshot { engine: self, snap: self.db.snapshot() }))
     }

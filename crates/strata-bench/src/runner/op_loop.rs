@@ -118,6 +118,7 @@ impl<'a> Ctx<'a> {
         OpLoop {
             stop,
             per_step,
+            counted: per_step,
             granularity: self.flags().ops_between_duration_checks as u64,
             read_limiter: None,
             shared_read_limiter: self.shared.read_limiter.as_ref(),
@@ -164,6 +165,8 @@ pub(super) enum Step {
 pub(super) struct OpLoop<'a> {
     stop: Stop,
     per_step: u64,
+    /// Operations each step counts in the statistics (`per_step` unless changed).
+    counted: u64,
     granularity: u64,
     /// `--benchmark_read_rate_limit`, asked for `every` ops after every `every` steps.
     read_limiter: Option<(&'a RateLimiter, u64)>,
@@ -171,6 +174,14 @@ pub(super) struct OpLoop<'a> {
 }
 
 impl OpLoop<'_> {
+    /// Each step counts `ops` operations in the statistics while the stop condition still
+    /// advances by the loop's own step size (db_bench's `approximatesizerandom`: one step of
+    /// the duration per batch, a batch's worth of operations).
+    pub fn counted_as(mut self, ops: u64) -> Self {
+        self.counted = ops;
+        self
+    }
+
     /// Applies `--benchmark_read_rate_limit` in grants of `every` operations.
     pub fn read_limited(mut self, every: u64) -> Self {
         self.read_limiter = self.shared_read_limiter.map(|rl| (rl, every.max(1)));
@@ -213,7 +224,7 @@ impl OpLoop<'_> {
                     rl.request(every);
                 }
             }
-            ts.stats.finished_ops(self.per_step, op);
+            ts.stats.finished_ops(self.counted, op);
             if steps.is_multiple_of(1000) && cpu_deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }

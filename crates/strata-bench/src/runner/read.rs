@@ -1,5 +1,6 @@
 //! Point reads and scans: readseq, readreverse, readtocache, readrandom, readrandomsmall,
-//! readmissing, readhot, multireadrandom, newiterator (`docs/db_bench.md` §5.3).
+//! readmissing, readhot, multireadrandom, newiterator, approximatesizerandom
+//! (`docs/db_bench.md` §5.3).
 
 use anyhow::{Context, Result};
 
@@ -15,6 +16,7 @@ pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Read::Random { hot } => random(hot, cx, ts),
         Read::Multi => multi(cx, ts),
         Read::NewIterator => new_iterators(cx, ts),
+        Read::ApproximateSizes => approximate_sizes(cx, ts),
     }
 }
 
@@ -79,6 +81,67 @@ pub(super) fn new_iterators(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     })
 }
 
+/// db_bench's `approximatesizerandom`: `--reads` calls per thread (or `--duration` seconds),
+/// each asking the approximate sizes of `--batch_size` ranges between two random keys (the
+/// smaller first) and counting `--batch_size` operations. Message: `(Avg approx size=<s>)`,
+/// the mean over every range, as C's `%g` prints it.
+fn approximate_sizes(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    eprintln!("entries_per_batch = {}", p.batch);
+    let exp_range = cx.flags().read_random_exp_range;
+    let ks = p.key.key_size;
+    let mut ranges = vec![0u8; 2 * ks * p.batch as usize];
+    let mut sizes = Vec::new();
+    let (mut sum, mut count) = (0u64, 0u64);
+    cx.ops(p.reads, 1, true).counted_as(p.batch).run(ts, |ts| {
+        for range in ranges.chunks_mut(2 * ks) {
+            let a = random_read_key(&mut ts.rand, p.flags_num, exp_range);
+            let b = random_read_key(&mut ts.rand, p.flags_num, exp_range);
+            let (lo, hi) = (a.min(b), a.max(b));
+            p.key.encode(lo, p.flags_num, &mut ts.key);
+            range[..ks].copy_from_slice(&ts.key);
+            p.key.encode(hi, p.flags_num, &mut ts.key);
+            range[ks..].copy_from_slice(&ts.key);
+        }
+        cx.engine.approximate_sizes(&ranges, ks, &mut sizes).context("approximate sizes")?;
+        sum += sizes.iter().sum::<u64>();
+        count += p.batch;
+        Ok(Step::Did(OpType::Others, 0))
+    })?;
+    ts.stats.add_message(&format!("(Avg approx size={})", c_g(sum as f64 / count as f64)));
+    Ok(())
+}
+
+/// `x` as C's `printf("%g")` prints it: six significant digits, trailing zeros dropped, in
+/// exponent form below 1e-4 or from 1e6.
+fn c_g(x: f64) -> String {
+    if x.is_nan() {
+        return "-nan".to_string();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    let sci = format!("{x:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.unsigned_abs())
+    } else {
+        trim(&format!("{x:.*}", (5 - exp) as usize))
+    }
+}
+
 /// MultiGet of `--batch_size` keys: random, or `--multiread_stride` apart from a random first.
 pub(super) fn multi(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let p = cx.p;
@@ -115,4 +178,29 @@ pub(super) fn multi(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     })?;
     ts.stats.add_message(&format!("({found} of {read} found)"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_g;
+
+    #[test]
+    fn c_g_prints_as_printf() {
+        // printf("%g") of each, by glibc.
+        let cases = [
+            (0.0, "0"),
+            (1.0, "1"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (0.0001, "0.0001"),
+            (0.00001234, "1.234e-05"),
+            (2.5, "2.5"),
+            (999999.5, "1e+06"),
+            (15.0 / 7.0, "2.14286"),
+            (f64::NAN, "-nan"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(c_g(x), want, "{x}");
+        }
+    }
 }
