@@ -156,6 +156,12 @@ pub enum Micro {
 pub enum Admin {
     /// `compact_range` over the whole key space on every thread (with a result line).
     Compact,
+    /// A new backup into `--backup_dir`, its earlier backups deleted first (with a result
+    /// line).
+    Backup,
+    /// The newest backup of `--backup_dir` restored into `--restore_dir` (with a result
+    /// line).
+    Restore,
     /// Close and reopen the DB `--num / 10000` times (with a result line).
     Open,
     /// The rest run inline on the main thread and print their own text, no result line.
@@ -190,7 +196,11 @@ impl Workload {
 
     /// Runs inline on the main thread and prints no result line.
     pub fn is_inline(self) -> bool {
-        matches!(self, Workload::Admin(a) if !matches!(a, Admin::Compact | Admin::Open))
+        matches!(
+            self,
+            Workload::Admin(a)
+                if !matches!(a, Admin::Compact | Admin::Open | Admin::Backup | Admin::Restore)
+        )
     }
 
     /// One more thread than `--threads`: thread 0 is a background writer or scanner.
@@ -454,6 +464,24 @@ pub const BENCHMARKS: &[Benchmark] = &[
     row("acquireload", W::Micro(Micro::AcquireLoad), READ, "atomic acquire loads, 1000 per op"),
     row("compact", W::Admin(Admin::Compact), WRITE, "compacts the whole key range (timed)"),
     row("flush", W::Admin(Admin::Flush), WRITE, "flushes the memtable"),
+    tweaked(
+        row(
+            "backup",
+            W::Admin(Admin::Backup),
+            READ,
+            "backs the DB up into --backup_dir, deleting the backups there first",
+        ),
+        &[Tweak::OneThreadWithNote],
+    ),
+    tweaked(
+        row(
+            "restore",
+            W::Admin(Admin::Restore),
+            READ,
+            "restores the newest backup of --backup_dir into --restore_dir",
+        ),
+        &[Tweak::OneThreadWithNote],
+    ),
     row(
         "compact0",
         W::Admin(Admin::CompactLevel { from: 0 }),
@@ -505,8 +533,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "heapprofile",
     "verify",
     "replay",
-    "backup",
-    "restore",
     "getmergeoperands",
     "readrandomoperands",
     "timeseries",

@@ -337,6 +337,27 @@ impl Config {
             {
                 bail!("--numdistinct={}: {} needs at least 1 key", f.numdistinct, spec.name);
             }
+            match spec.name.as_str() {
+                "backup" | "restore" if f.backup_dir.is_empty() => {
+                    bail!("{} needs --backup_dir", spec.name)
+                }
+                "restore" if f.restore_dir.is_empty() => bail!("restore needs --restore_dir"),
+                "restore" if f.restore_dir == f.db => {
+                    bail!("restore: --restore_dir is the run's own --db={}; name another", f.db)
+                }
+                _ => {}
+            }
+            for (flag, v, bench) in [
+                ("backup_rate_limit", f.backup_rate_limit, "backup"),
+                ("restore_rate_limit", f.restore_rate_limit, "restore"),
+            ] {
+                if v > 0 && spec.name == bench {
+                    bail!(
+                        "--{flag}={v}: the backup engines strata-bench drives take no rate \
+                         limiter here; run without it"
+                    );
+                }
+            }
             if spec.name == "mixgraph" {
                 crate::mixgraph::Model::new(f, num as i64).context("mixgraph")?;
             }

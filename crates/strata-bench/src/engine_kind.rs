@@ -373,6 +373,8 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
     ("randomreplacekeys", "it holds a snapshot, and SQLite's one connection here keeps none"),
     ("approximatesizerandom", "SQLite has no approximate sizes of key ranges"),
     ("randomwithverify", "it reads at snapshots, and SQLite's one connection here keeps none"),
+    ("backup", "SQLite has no backup engine here"),
+    ("restore", "SQLite has no backup engine here"),
 ];
 
 /// Engine-class flags the memory engine applies (`engine/memory.rs`).
@@ -401,6 +403,8 @@ pub const LEVELDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("compact0", "LevelDB's API cannot compact chosen files"),
     ("compact1", "LevelDB's API cannot compact chosen files"),
     ("resetstats", "LevelDB cannot reset its statistics"),
+    ("backup", "LevelDB has no backup engine here"),
+    ("restore", "LevelDB has no backup engine here"),
 ];
 
 /// Engine-class flags applied to Kyoto Cabinet's TreeDB (`engine/kyoto.rs`): `--cache_size`
@@ -422,6 +426,8 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("randomreplacekeys", "it holds a snapshot, and Kyoto Cabinet has none"),
     ("approximatesizerandom", "Kyoto Cabinet has no approximate sizes of key ranges"),
     ("randomwithverify", "it reads at snapshots, and Kyoto Cabinet has none"),
+    ("backup", "Kyoto Cabinet has no backup engine here"),
+    ("restore", "Kyoto Cabinet has no backup engine here"),
 ];
 
 /// Engine-class flags applied to fjall (`engine/fjall.rs`). Flags left at their defaults keep
@@ -445,6 +451,8 @@ pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
     ("sstables", "fjall exposes no table file listing"),
     ("resetstats", "fjall keeps no statistics to reset"),
     ("approximatesizerandom", "fjall has no approximate sizes of key ranges"),
+    ("backup", "fjall has no backup engine here"),
+    ("restore", "fjall has no backup engine here"),
 ];
 
 /// Engine-class flags applied to redb (`engine/redb.rs`): `--cache_size` is its page cache;
@@ -462,4 +470,6 @@ pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("sstables", "redb has no table files"),
     ("resetstats", "redb keeps no statistics to reset"),
     ("approximatesizerandom", "redb has no approximate sizes of key ranges"),
+    ("backup", "redb has no backup engine here"),
+    ("restore", "redb has no backup engine here"),
 ];

@@ -266,6 +266,10 @@ define_flags! {
     readonly: bool = false, Engine, "Open the DB read-only (implies --use_existing_db)";
     db: String = "", Tool, "DB directory (default: $TEST_TMPDIR/dbbench or <tmp>/strata-bench-<uid>/dbbench)";
     wal_dir: String = "", Engine, "WAL directory (empty: inside --db)";
+    backup_dir: String = "", Tool, "backup: the backup directory (its earlier backups are deleted first); restore: the one restored from";
+    restore_dir: String = "", Tool, "restore: the directory the newest backup of --backup_dir is restored into (its DB, if any, replaced)";
+    backup_rate_limit: u64 = 0u64, Tool, "backup: bytes/second (0: none; the engines' backup APIs here take no rate limiter, so others are refused)";
+    restore_rate_limit: u64 = 0u64, Tool, "restore: bytes/second (0: none; the engines' backup APIs here take no rate limiter, so others are refused)";
     // ---- reporting ----
     histogram: bool = false, Tool, "Print per-operation latency histograms";
     statistics: bool = false, Tool, "Print engine statistics at exit (STATISTICS:)";

@@ -292,6 +292,11 @@ pub trait Engine: Send + Sync {
     ) -> Result<()> {
         bail!("this engine has no approximate sizes of key ranges")
     }
+    /// A new backup of the DB into `dir` (created if missing), after every backup already
+    /// there is deleted (db_bench's `destroy_old_data`); checks that `dir` then holds one.
+    fn backup(&self, _dir: &std::path::Path) -> Result<()> {
+        bail!("this engine has no backup engine")
+    }
     /// A snapshot of the DB now; an engine without snapshots says so, and the benchmarks that
     /// take one are refused on it (`crate::engine_kind`).
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
@@ -411,6 +416,28 @@ impl EngineKind {
             // fjall's database directory holds a `version` marker file.
             EngineKind::Fjall => cfg.db.join("version").is_file(),
             EngineKind::Redb => cfg.db.join(REDB_FILE).is_file(),
+        }
+    }
+
+    /// Restores the newest backup in `from` into `to`, replacing the DB there of this engine
+    /// (a directory holding anything else is refused rather than emptied).
+    pub fn restore(self, cfg: &Config, from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+        let target = Config { db: to.to_path_buf(), ..cfg.clone() };
+        if self.exists(&target) {
+            remove_dir_if_exists(to)?;
+        } else if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
+            bail!(
+                "{} holds files that are not a {} DB; name an empty directory",
+                to.display(),
+                self.name()
+            );
+        }
+        match self {
+            EngineKind::Strata => strata::restore(from, to),
+            #[cfg(feature = "rocksdb")]
+            EngineKind::RocksDb => rocks::restore(from, to),
+            #[allow(unreachable_patterns)]
+            _ => bail!("engine '{}' has no backup engine", self.name()),
         }
     }
 

@@ -598,6 +598,19 @@ impl Engine for RocksEngine {
         Ok(self.db.write_opt(b, self.wo(*wo))?)
     }
 
+    fn backup(&self, dir: &std::path::Path) -> Result<()> {
+        use rocksdb::backup::{BackupEngine, BackupEngineOptions};
+        let env = rocksdb::Env::new()?;
+        let mut engine = BackupEngine::open(&BackupEngineOptions::new(dir)?, &env)?;
+        engine.purge_old_backups(0)?;
+        engine.create_new_backup(&self.db)?;
+        let n = engine.get_backup_info().len();
+        if n != 1 {
+            bail!("{} holds {n} backups after a backup into a cleared directory", dir.display());
+        }
+        Ok(())
+    }
+
     fn approximate_sizes(
         &self,
         ranges: &[u8],
@@ -765,6 +778,15 @@ impl Engine for RocksEngine {
     fn compact_files(&self, names: &[String], output_level: usize) -> Result<()> {
         compact_files(&self.db, names, output_level)
     }
+}
+
+/// `restore`: the newest backup in `from` restored into `to` (its DB and WAL directory).
+pub fn restore(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    use rocksdb::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
+    let env = rocksdb::Env::new()?;
+    let mut engine = BackupEngine::open(&BackupEngineOptions::new(from)?, &env)?;
+    engine.restore_from_latest_backup(to, to, &RestoreOptions::default())?;
+    Ok(())
 }
 
 /// A RocksDB snapshot with the read options that read at it, built once.

@@ -512,6 +512,12 @@ impl StrataEngine {
     }
 }
 
+/// `restore`: the newest backup in `from` restored into `to` (empty or missing).
+pub fn restore(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    strata::BackupEngine::open(&Options::default(), from)?.restore_from_latest_backup(to)?;
+    Ok(())
+}
+
 /// A Strata snapshot, read in the engine's families.
 struct StrataSnapshot<'a> {
     engine: &'a StrataEngine,
@@ -578,6 +584,17 @@ impl Engine for StrataEngine {
             Handle::Pessimistic(t, _) => Ok(t.write_opt(b, &wopts(*wo))?),
             db => Ok(db.write_opt(b, &wopts(*wo))?),
         }
+    }
+
+    fn backup(&self, dir: &std::path::Path) -> Result<()> {
+        let engine = strata::BackupEngine::open(&Options::default(), dir)?;
+        engine.purge_old_backups(0)?;
+        engine.create_new_backup(&self.db)?;
+        let n = engine.backups()?.len();
+        if n != 1 {
+            bail!("{} holds {n} backups after a backup into a cleared directory", dir.display());
+        }
+        Ok(())
     }
 
     fn approximate_sizes(

@@ -18,6 +18,19 @@ use crate::stats::{print_flush, OpType, Stats, Summary};
 pub(super) fn on_thread(kind: Admin, cx: &Ctx<'_>) -> Result<()> {
     match kind {
         Admin::Compact => cx.engine.compact_range().context("compact"),
+        Admin::Backup => {
+            let dir = std::path::Path::new(&cx.flags().backup_dir);
+            cx.engine.backup(dir).with_context(|| format!("backup into {}", dir.display()))
+        }
+        Admin::Restore => {
+            let f = cx.flags();
+            let (from, to) =
+                (std::path::Path::new(&f.backup_dir), std::path::Path::new(&f.restore_dir));
+            cx.cfg
+                .engine
+                .restore(cx.cfg, from, to)
+                .with_context(|| format!("restore of {} into {}", from.display(), to.display()))
+        }
         other => unreachable!("{other:?} does not run on benchmark threads"),
     }
 }
@@ -127,7 +140,9 @@ impl Runner {
                 print_flush(&out);
             }
             Admin::ResetStats => engine.reset_stats().context("resetstats")?,
-            Admin::Compact | Admin::Open => unreachable!("{kind:?} is not an inline benchmark"),
+            Admin::Compact | Admin::Open | Admin::Backup | Admin::Restore => {
+                unreachable!("{kind:?} is not an inline benchmark")
+            }
         }
         Ok(())
     }

@@ -144,6 +144,13 @@ impl Runner {
             }
             _ => {
                 print_flush(&format!("DB path: [{}]\n", self.cfg.db.display()));
+                let f = &self.cfg.flags;
+                if matches!(workload, Workload::Admin(Admin::Backup | Admin::Restore)) {
+                    print_flush(&format!("Backup path: [{}]\n", f.backup_dir));
+                }
+                if workload == Workload::Admin(Admin::Restore) {
+                    print_flush(&format!("Restore path: [{}]\n", f.restore_dir));
+                }
                 self.repeat(spec, |r| {
                     let summary = r.run_threads(name, plan.threads, &plan.params, |cx, ts| {
                         exec(workload, cx, ts)

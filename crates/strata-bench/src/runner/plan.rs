@@ -109,7 +109,13 @@ mod tests {
     #[test]
     fn every_catalog_name_is_accepted_and_planned() {
         for b in catalog::BENCHMARKS {
-            let c = cfg(&[&format!("--benchmarks={}", b.name), "--db=/tmp/x", "--seed=1"]);
+            let c = cfg(&[
+                &format!("--benchmarks={}", b.name),
+                "--db=/tmp/x",
+                "--seed=1",
+                "--backup_dir=/tmp/b",
+                "--restore_dir=/tmp/r",
+            ]);
             assert_eq!(c.benchmarks[0].name, b.name);
             let plan = plan(&c, b.name).expect("plan");
             assert_eq!(plan.bench.name, b.name);

@@ -112,10 +112,14 @@ fn every_benchmark_runs_and_parses() {
     list.extend(inline_benchmarks());
     list.push("readrandom[X2-W1]");
     let benchmarks = format!("--benchmarks={}", list.join(","));
+    let backup_dir = format!("--backup_dir={}", dir.path().join("backup").display());
+    let restore_dir = format!("--restore_dir={}", dir.path().join("restored").display());
     let o = run(
         dir.path(),
         &[
             &benchmarks,
+            &backup_dir,
+            &restore_dir,
             "--num=3000",
             "--writes=300",
             "--seek_nexts=3",
@@ -322,4 +326,51 @@ fn mixgraph_draws_gets_puts_and_seeks_in_their_shares() {
     assert!((200..400).contains(&seeks), "{line}");
     assert!(line.contains(&format!(" in {} found, avg size: ", gets + seeks)), "{line}");
     assert!(line.contains(" value, ") && line.ends_with(" scan)"), "{line}");
+}
+
+#[test]
+fn backup_then_restore_gives_the_db_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let backup_dir = format!("--backup_dir={}", dir.path().join("backup").display());
+    let restored = dir.path().join("restored");
+    let restore_dir = format!("--restore_dir={}", restored.display());
+    let o = run(
+        dir.path(),
+        &["--benchmarks=fillseq,backup,backup,restore", &backup_dir, &restore_dir, "--num=700"],
+    );
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    assert!(out.contains("Backup path: [") && out.contains("Restore path: ["), "{out}");
+    let o = Command::new(env!("CARGO_BIN_EXE_strata-bench"))
+        .arg(format!("--db={}", restored.display()))
+        .args(["--benchmarks=readseq", "--use_existing_db=1", "--num=700"])
+        .output()
+        .expect("run strata-bench");
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    assert!(out.lines().any(|l| l.starts_with("readseq ") && l.contains(" 700 operations;")));
+    // A directory with other files in it is not emptied.
+    let junk = dir.path().join("junk");
+    std::fs::create_dir_all(&junk).expect("mkdir");
+    std::fs::write(junk.join("keep"), b"x").expect("write");
+    let o = run(
+        dir.path(),
+        &[
+            "--benchmarks=restore",
+            "--use_existing_db=1",
+            &backup_dir,
+            &format!("--restore_dir={}", junk.display()),
+        ],
+    );
+    let (_, errs) = text(&o);
+    assert!(!o.status.success() && errs.contains("not a strata DB"), "{errs}");
+    assert!(junk.join("keep").is_file());
+    for (args, want) in [
+        (vec!["--benchmarks=backup"], "backup needs --backup_dir"),
+        (vec!["--benchmarks=restore", &backup_dir], "restore needs --restore_dir"),
+        (vec!["--benchmarks=backup", &backup_dir, "--backup_rate_limit=5"], "take no rate"),
+    ] {
+        let (_, errs) = text(&run(dir.path(), &args));
+        assert!(errs.contains(want), "{args:?}: {errs}");
+    }
 }
