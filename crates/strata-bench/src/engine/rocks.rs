@@ -560,6 +560,22 @@ impl RocksEngine {
         &self.wo[usize::from(w.sync) * 2 + usize::from(w.disable_wal)]
     }
 
+    /// A get of `key` in its family with read options `ro` (the engine's, or a snapshot's).
+    fn get_with(&self, ro: &ReadOptions, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let value = match self.cf(key)? {
+            None => self.db.get_pinned_opt(key, ro)?,
+            Some(cf) => self.db.get_pinned_cf_opt(cf, key, ro)?,
+        };
+        match value {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// The family `key` belongs to with `--num_column_families` > 1 (`None`: default).
     fn cf(&self, key: &[u8]) -> Result<Option<&rocksdb::ColumnFamily>> {
         if self.families.len() <= 1 {
@@ -656,18 +672,7 @@ impl Engine for RocksEngine {
     }
 
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        let value = match self.cf(key)? {
-            None => self.db.get_pinned_opt(key, &self.ro)?,
-            Some(cf) => self.db.get_pinned_cf_opt(cf, key, &self.ro)?,
-        };
-        match value {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        self.get_with(&self.ro, key, out)
     }
 
     fn multi_get(
@@ -799,19 +804,7 @@ struct RocksSnapshot<'a> {
 
 impl EngineSnapshot for RocksSnapshot<'_> {
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        let db = &self.engine.db;
-        let value = match self.engine.cf(key)? {
-            None => db.get_pinned_opt(key, &self.ro)?,
-            Some(cf) => db.get_pinned_cf_opt(cf, key, &self.ro)?,
-        };
-        match value {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        self.engine.get_with(&self.ro, key, out)
     }
 }
 
