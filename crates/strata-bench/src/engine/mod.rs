@@ -420,22 +420,27 @@ impl EngineKind {
     }
 
     /// Restores the newest backup in `from` into `to`, replacing the DB there of this engine
-    /// (a directory holding anything else is refused rather than emptied).
+    /// once a backup is found (a directory holding anything else is refused rather than
+    /// emptied, and so is the run's own DB).
     pub fn restore(self, cfg: &Config, from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+        let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
+        if same(to, &cfg.db) {
+            bail!("{} is the run's own DB (--db); name another --restore_dir", to.display());
+        }
         let target = Config { db: to.to_path_buf(), ..cfg.clone() };
-        if self.exists(&target) {
-            remove_dir_if_exists(to)?;
-        } else if std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
+        let holds_db = self.exists(&target);
+        if !holds_db && std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_some()) {
             bail!(
                 "{} holds files that are not a {} DB; name an empty directory",
                 to.display(),
                 self.name()
             );
         }
+        let clear = || if holds_db { remove_dir_if_exists(to) } else { Ok(()) };
         match self {
-            EngineKind::Strata => strata::restore(from, to),
+            EngineKind::Strata => strata::restore(from, to, &clear),
             #[cfg(feature = "rocksdb")]
-            EngineKind::RocksDb => rocks::restore(from, to),
+            EngineKind::RocksDb => rocks::restore(from, to, &clear),
             #[allow(unreachable_patterns)]
             _ => bail!("engine '{}' has no backup engine", self.name()),
         }

@@ -785,11 +785,20 @@ impl Engine for RocksEngine {
     }
 }
 
-/// `restore`: the newest backup in `from` restored into `to` (its DB and WAL directory).
-pub fn restore(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+/// `restore`: the newest backup in `from` restored into `to` (its DB and WAL directory),
+/// which `clear` empties once the backup is known to be there.
+pub fn restore(
+    from: &std::path::Path,
+    to: &std::path::Path,
+    clear: &dyn Fn() -> Result<()>,
+) -> Result<()> {
     use rocksdb::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
     let env = rocksdb::Env::new()?;
     let mut engine = BackupEngine::open(&BackupEngineOptions::new(from)?, &env)?;
+    if engine.get_backup_info().is_empty() {
+        bail!("{} holds no backup", from.display());
+    }
+    clear()?;
     engine.restore_from_latest_backup(to, to, &RestoreOptions::default())?;
     Ok(())
 }

@@ -512,9 +512,19 @@ impl StrataEngine {
     }
 }
 
-/// `restore`: the newest backup in `from` restored into `to` (empty or missing).
-pub fn restore(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
-    strata::BackupEngine::open(&Options::default(), from)?.restore_from_latest_backup(to)?;
+/// `restore`: the newest backup in `from` restored into `to`, which `clear` empties once the
+/// backup is known to be there.
+pub fn restore(
+    from: &std::path::Path,
+    to: &std::path::Path,
+    clear: &dyn Fn() -> Result<()>,
+) -> Result<()> {
+    let engine = strata::BackupEngine::open(&Options::default(), from)?;
+    if engine.backups()?.is_empty() {
+        bail!("{} holds no backup", from.display());
+    }
+    clear()?;
+    engine.restore_from_latest_backup(to)?;
     Ok(())
 }
 

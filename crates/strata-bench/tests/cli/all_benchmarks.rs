@@ -349,6 +349,12 @@ fn backup_then_restore_gives_the_db_back() {
     let (out, errs) = text(&o);
     assert!(o.status.success(), "{errs}");
     assert!(out.lines().any(|l| l.starts_with("readseq ") && l.contains(" 700 operations;")));
+    // A backup directory with no backup leaves the DB in --restore_dir as it was.
+    let none = format!("--backup_dir={}", dir.path().join("no-backups").display());
+    let o = run(dir.path(), &["--benchmarks=restore", "--use_existing_db=1", &none, &restore_dir]);
+    let (_, errs) = text(&o);
+    assert!(!o.status.success() && errs.contains("holds no backup"), "{errs}");
+    assert!(restored.join("CURRENT").is_file(), "the restored DB is still there");
     // A directory with other files in it is not emptied.
     let junk = dir.path().join("junk");
     std::fs::create_dir_all(&junk).expect("mkdir");
