@@ -19,6 +19,7 @@ pub mod histogram;
 pub mod io;
 pub mod keys;
 pub mod mixgraph;
+pub mod printf;
 pub mod random;
 pub mod rate_limiter;
 pub mod report;

@@ -165,14 +165,7 @@ impl Engine for FjallEngine {
     }
 
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        match self.ks.get(key).context("fjall get")? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(super::copy_found(self.ks.get(key).context("fjall get")?, out))
     }
 
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
@@ -250,14 +243,7 @@ struct Source<'a> {
 
 impl EngineSnapshot for Source<'_> {
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        match self.snapshot.get(self.ks, key).context("fjall get")? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(super::copy_found(self.snapshot.get(self.ks, key).context("fjall get")?, out))
     }
 }
 

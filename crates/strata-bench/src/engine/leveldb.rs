@@ -370,11 +370,12 @@ impl Drop for WriteOptions {
     }
 }
 
-/// A LevelDB snapshot with read options at it, by `[verify_checksums * 2 + fill_cache]`.
+/// A LevelDB snapshot with read options at it, by `[verify_checksums * 2 + fill_cache]`, each
+/// made when a read first asks for it (a snapshot is usually read with one).
 struct LevelDbSnapshot<'a> {
     engine: &'a LevelDbEngine,
     snap: *const leveldb_snapshot_t,
-    read: [Option<ReadOptions>; 4],
+    read: [std::cell::OnceCell<ReadOptions>; 4],
 }
 
 impl Drop for LevelDbSnapshot<'_> {
@@ -386,8 +387,17 @@ impl Drop for LevelDbSnapshot<'_> {
 
 impl EngineSnapshot for LevelDbSnapshot<'_> {
     fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        let i = usize::from(ro.verify_checksums) * 2 + usize::from(ro.fill_cache);
-        let o = self.read[i].as_ref().ok_or_else(|| anyhow!("snapshot read options missing"))?;
+        let slot = &self.read[usize::from(ro.verify_checksums) * 2 + usize::from(ro.fill_cache)];
+        let o = match slot.get() {
+            Some(o) => o,
+            None => {
+                let o = ReadOptions::new(ro.verify_checksums, ro.fill_cache)?;
+                // SAFETY: both are live; the options only keep the pointer, and are dropped
+                // with the snapshot, whose release comes after every read through them.
+                unsafe { leveldb_readoptions_set_snapshot(o.0.as_ptr(), self.snap) };
+                slot.get_or_init(|| o)
+            }
+        };
         self.engine.get_with(o.0.as_ptr(), key, out)
     }
 }
@@ -588,15 +598,7 @@ impl Engine for LevelDbEngine {
         if snap.is_null() {
             bail!("leveldb_create_snapshot failed");
         }
-        let mut held = LevelDbSnapshot { engine: self, snap, read: [None, None, None, None] };
-        for (i, slot) in held.read.iter_mut().enumerate() {
-            let o = ReadOptions::new(i & 2 != 0, i & 1 != 0)?;
-            // SAFETY: both are live; the options only keep the pointer, and are dropped with
-            // the snapshot, which outlives every read through them.
-            unsafe { leveldb_readoptions_set_snapshot(o.0.as_ptr(), snap) };
-            *slot = Some(o);
-        }
-        Ok(Box::new(held))
+        Ok(Box::new(LevelDbSnapshot { engine: self, snap, read: Default::default() }))
     }
 
     fn new_iterator<'a>(

@@ -45,14 +45,7 @@ struct MemorySnapshot(Map);
 
 impl EngineSnapshot for MemorySnapshot {
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        match self.0.get(key) {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(super::copy_found(self.0.get(key), out))
     }
 }
 
@@ -113,15 +106,7 @@ impl Engine for MemoryEngine {
     }
 
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        let m = self.read_map()?;
-        match m.get(key) {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(super::copy_found(self.read_map()?.get(key), out))
     }
 
     /// The exact bytes (keys and values) in each range.

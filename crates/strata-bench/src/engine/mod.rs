@@ -234,6 +234,19 @@ pub fn txn_step<E>(
     }
 }
 
+/// Copies a found value into `out` (cleared first) and says whether there was one: what an
+/// engine's `get` returns.
+pub(super) fn copy_found(value: Option<impl AsRef<[u8]>>, out: &mut Vec<u8>) -> bool {
+    match value {
+        Some(v) => {
+            out.clear();
+            out.extend_from_slice(v.as_ref());
+            true
+        }
+        None => false,
+    }
+}
+
 /// A consistent view of an engine's keys as they were when it was taken, held until dropped
 /// (RocksDB's `GetSnapshot` / `ReleaseSnapshot`).
 pub trait EngineSnapshot {

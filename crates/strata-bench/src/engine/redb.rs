@@ -71,6 +71,11 @@ impl RedbEngine {
         Ok(w)
     }
 
+    /// The table in a new read transaction: a view of the last commit, held as long as it.
+    fn source(&self) -> Result<Source> {
+        Ok(Source(self.db.begin_read()?.open_table(TABLE)?))
+    }
+
     /// A commit with `Durability::Immediate`: everything before it survives a crash.
     fn durable_commit(&self) -> Result<()> {
         let w = self.db.begin_write()?;
@@ -126,22 +131,14 @@ impl Engine for RedbEngine {
         Ok(())
     }
 
-    fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        let r = self.db.begin_read()?;
-        let t = r.open_table(TABLE)?;
-        match t.get(key)? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(v.value());
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+    /// A get in a read transaction of its own.
+    fn get(&self, key: &[u8], ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
+        self.source()?.get(key, ro, out)
     }
 
     /// A read transaction's table, kept open.
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
-        Ok(Box::new(Source(self.db.begin_read()?.open_table(TABLE)?)))
+        Ok(Box::new(self.source()?))
     }
 
     fn new_iterator<'a>(
@@ -149,8 +146,7 @@ impl Engine for RedbEngine {
         _ro: &ReadOpts,
         bounds: Bounds<'_>,
     ) -> Result<Box<dyn EngineIter + 'a>> {
-        let table = self.db.begin_read()?.open_table(TABLE)?;
-        Ok(Box::new(ChunkedCursor::new(Source(table), bounds)))
+        Ok(Box::new(ChunkedCursor::new(self.source()?, bounds)))
     }
 
     /// A durable commit: what redb has of writing its in-memory state out.
@@ -203,14 +199,7 @@ struct Source(ReadOnlyTable<&'static [u8], &'static [u8]>);
 
 impl EngineSnapshot for Source {
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
-        match self.0.get(key)? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(v.value());
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(super::copy_found(self.0.get(key)?.as_ref().map(|v| v.value()), out))
     }
 }
 

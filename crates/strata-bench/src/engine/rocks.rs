@@ -566,14 +566,7 @@ impl RocksEngine {
             None => self.db.get_pinned_opt(key, ro)?,
             Some(cf) => self.db.get_pinned_cf_opt(cf, key, ro)?,
         };
-        match value {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(super::copy_found(value, out))
     }
 
     /// The family `key` belongs to with `--num_column_families` > 1 (`None`: default).

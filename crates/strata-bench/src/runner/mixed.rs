@@ -157,11 +157,12 @@ fn mix_graph(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
             let draw = ts.rand.next_u64();
             let rate = add_noise(sine_rate(f, t), f.sine_mix_rate_noise, f.sine_a, draw);
             let [get, put, seek] = model.queries.ratios;
-            if let (Some(rl), true) = (cx.shared.read_limiter(), rate * (get + seek) > 0.0) {
-                rl.set_rate(rate * (get + seek));
-            }
-            if let (Some(rl), true) = (cx.shared.write_limiter(), rate * put > 0.0) {
-                rl.set_rate(rate * put);
+            for (limiter, share) in
+                [(cx.shared.read_limiter(), get + seek), (cx.shared.write_limiter(), put)]
+            {
+                if let Some(rl) = limiter.filter(|_| rate * share > 0.0) {
+                    rl.set_rate(rate * share);
+                }
             }
         }
         match model.queries.pick(r as i64) {
@@ -219,8 +220,8 @@ fn mix_graph(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         "( Gets:{gets} Puts:{puts} Seek:{seeks}, reads {found} in {} found, avg size: {} value, \
          {} scan)\n",
         gets + seeks,
-        c_fixed1(value_bytes as f64 / puts as f64),
-        c_fixed1(scanned as f64 / seeks as f64),
+        crate::printf::fixed1(value_bytes as f64 / puts as f64),
+        crate::printf::fixed1(scanned as f64 / seeks as f64),
     ));
     Ok(())
 }
@@ -310,15 +311,6 @@ fn random_with_verify(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         anyhow::bail!("randomwithverify: {bad} of {gets} triples read with values not all equal");
     }
     Ok(())
-}
-
-/// `x` as C's `%.1f` prints it on Linux, where db_bench's 0 / 0 is `-nan`.
-fn c_fixed1(x: f64) -> String {
-    if x.is_nan() {
-        "-nan".to_string()
-    } else {
-        format!("{x:.1}")
-    }
 }
 
 #[cfg(test)]

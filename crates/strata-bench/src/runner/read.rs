@@ -108,38 +108,9 @@ fn approximate_sizes(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         count += p.batch;
         Ok(Step::Did(OpType::Others, 0))
     })?;
-    ts.stats.add_message(&format!("(Avg approx size={})", c_g(sum as f64 / count as f64)));
+    ts.stats
+        .add_message(&format!("(Avg approx size={})", crate::printf::g(sum as f64 / count as f64)));
     Ok(())
-}
-
-/// `x` as C's `printf("%g")` prints it: six significant digits, trailing zeros dropped, in
-/// exponent form below 1e-4 or from 1e6.
-fn c_g(x: f64) -> String {
-    if x.is_nan() {
-        return "-nan".to_string();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
-    if x == 0.0 {
-        return "0".to_string();
-    }
-    let sci = format!("{x:.5e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa), exp.unsigned_abs())
-    } else {
-        trim(&format!("{x:.*}", (5 - exp) as usize))
-    }
 }
 
 /// MultiGet of `--batch_size` keys: random, or `--multiread_stride` apart from a random first.
@@ -178,29 +149,4 @@ pub(super) fn multi(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     })?;
     ts.stats.add_message(&format!("({found} of {read} found)"));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::c_g;
-
-    #[test]
-    fn c_g_prints_as_printf() {
-        // printf("%g") of each, by glibc.
-        let cases = [
-            (0.0, "0"),
-            (1.0, "1"),
-            (123456.0, "123456"),
-            (1234567.0, "1.23457e+06"),
-            (0.0001, "0.0001"),
-            (0.00001234, "1.234e-05"),
-            (2.5, "2.5"),
-            (999999.5, "1e+06"),
-            (15.0 / 7.0, "2.14286"),
-            (f64::NAN, "-nan"),
-        ];
-        for (x, want) in cases {
-            assert_eq!(c_g(x), want, "{x}");
-        }
-    }
 }
