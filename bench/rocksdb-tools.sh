@@ -20,6 +20,10 @@
 #       with ops-per-s > 0 for each of its 8 benchmarks. Its two *_asyncio steps run for
 #       the --duration=500 it passes: about 17 minutes in all. --options-file F passes
 #       OPTIONS_FILE=F (db_bench's --options_file).
+#   bash bench/rocksdb-tools.sh flags [--bin PATH]
+#       every flag db_bench_tool.cc defines is one strata-bench knows (in its --help), and
+#       every benchmark name it dispatches on is run by strata-bench or refused as "not
+#       implemented" (never "unknown benchmark"); prints what is missing and fails if any is.
 #
 # Options: --bin PATH (strata-bench; default: built in release here, with the `rocksdb`
 # feature when an engine needs it), --engine E (jobs, regression: default strata), --num-keys N
@@ -36,9 +40,9 @@ die() { echo "rocksdb-tools.sh: $*" >&2; exit 2; }
 
 mode="${1:-}"
 case "$mode" in
-  jobs|compare|regression) shift ;;
-  -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
-  *) die "first argument must be 'jobs', 'compare' or 'regression' (see --help)" ;;
+  jobs|compare|regression|flags) shift ;;
+  -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+  *) die "first argument must be 'jobs', 'compare', 'regression' or 'flags' (see --help)" ;;
 esac
 
 bin="" engine=strata num_keys=20000 threads=1 duration=3 out="" db="" wal="" sync=0
@@ -102,6 +106,27 @@ if [ -z "$bin" ]; then
 fi
 [ -x "$bin" ] || die "--bin $bin is not an executable"
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+
+if [ "$mode" = flags ]; then
+  src="$tools/db_bench_tool.cc"
+  [ -f "$src" ] || die "no $src"
+  known="$("$bin" --help | sed -n 's/^  --\([A-Za-z0-9_]*\) (.*/\1/p' | sort -u)"
+  defined="$(perl -0ne 'print "$1\n" while /\bDEFINE_[a-z0-9_]+\(\s*(\w+)\s*,/g' "$src" | sort -u)"
+  missing="$(comm -23 <(echo "$defined") <(echo "$known"))"
+  unknown_benchmarks=""
+  for b in $(grep -o 'name == "[a-z0-9_]*"' "$src" | cut -d'"' -f2 | sort -u); do
+    # A flag strata-bench refuses after it has checked the benchmark names: nothing runs.
+    err="$("$bin" --benchmarks="$b" --seek_nexts_to_delete=1 2>&1 || true)"
+    case "$err" in
+      *"unknown benchmark"*) unknown_benchmarks+="$b " ;;
+    esac
+  done
+  echo "db_bench flags: $(echo "$defined" | wc -l), of which strata-bench lacks $(echo -n "$missing" | grep -c . || true)"
+  [ -z "$missing" ] || echo "missing flags: $(echo $missing)"
+  [ -z "$unknown_benchmarks" ] || echo "benchmarks strata-bench does not know: $unknown_benchmarks"
+  [ -z "$missing" ] && [ -z "$unknown_benchmarks" ]
+  exit
+fi
 
 out="${out:-$repo/bench/out/rocksdb-tools-$(date +%Y%m%dT%H%M%S)}"
 mkdir -p "$out"

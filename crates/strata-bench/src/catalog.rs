@@ -73,6 +73,8 @@ pub enum Read {
     Seq { reverse: bool },
     /// Point gets of random keys (`hot`: from the first 1% of the key space).
     Random { hot: bool },
+    /// Point gets in steps of 100, keys masked below a power of two (`readrandomfast`).
+    RandomFast,
     /// MultiGet of `--batch_size` keys.
     Multi,
     /// An iterator created and dropped, nothing read through it.
@@ -148,6 +150,8 @@ pub enum Micro {
     Crc32c,
     Hash(HashKind),
     Compress,
+    /// Compression into a budget too small for its output (db_bench's `compressreject`).
+    CompressReject,
     Uncompress,
     AcquireLoad,
 }
@@ -307,7 +311,19 @@ pub const BENCHMARKS: &[Benchmark] = &[
             "filluniquerandom",
             W::Fill(Fill::Put(WriteMode::UniqueRandom)),
             WRITE,
-            "puts every key once, in a shuffled order, into an empty DB (one thread)",
+            "puts every key once, in a shuffled order, into an empty DB (one thread); \
+             --overwrite_probability puts recent keys again instead",
+        ),
+        &[Tweak::OneThreadWithNote],
+    )),
+    fresh(tweaked(
+        row(
+            "fillanddeleteuniquerandom",
+            W::Fill(Fill::Put(WriteMode::UniqueRandom)),
+            WRITE,
+            "filluniquerandom; with --disposable_entries_batch_size, sets of keys are put, then \
+             after --disposable_entries_delete_delay deleted behind --persistent_entries_batch_size \
+             kept keys (one thread)",
         ),
         &[Tweak::OneThreadWithNote],
     )),
@@ -345,6 +361,13 @@ pub const BENCHMARKS: &[Benchmark] = &[
         &[Tweak::OneThreadReadAll],
     ),
     row("readrandom", READ_RANDOM, READ, "gets of random keys"),
+    row(
+        "readrandomfast",
+        W::Read(Read::RandomFast),
+        READ,
+        "gets of random keys masked below the power of two at or above --num (some missing), \
+         counted 100 at a time",
+    ),
     tweaked(
         row("readrandomsmall", READ_RANDOM, READ, "readrandom with --reads/1000 reads"),
         &[Tweak::ReadsDiv1000],
@@ -460,6 +483,12 @@ pub const BENCHMARKS: &[Benchmark] = &[
     row("xxhash64", W::Micro(Micro::Hash(HashKind::Xxh64)), READ, "XXH64 of --block_size blocks"),
     row("xxh3", W::Micro(Micro::Hash(HashKind::Xxh3)), READ, "XXH3 of --block_size blocks"),
     row("compress", W::Micro(Micro::Compress), READ, "compresses a --block_size value block"),
+    row(
+        "compressreject",
+        W::Micro(Micro::CompressReject),
+        READ,
+        "compresses a --block_size value block into a budget it cannot fit (rejected)",
+    ),
     row("uncompress", W::Micro(Micro::Uncompress), READ, "uncompresses a --block_size block"),
     row("acquireload", W::Micro(Micro::AcquireLoad), READ, "atomic acquire loads, 1000 per op"),
     row("compact", W::Admin(Admin::Compact), WRITE, "compacts the whole key range (timed)"),
@@ -539,6 +568,17 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "approximatememtablestats",
     "ingestexternalfile",
     "openandcompact",
+    "readtorowcache",
+    "readrandomcoroutine",
+    "multireadrandomcoroutine",
+    "readrandomentity",
+    "multireadentity",
+    "fillembeddedentity",
+    "fillembeddedblob",
+    "multiscan",
+    "multiscanrandom",
+    "verifychecksum",
+    "verifyfilechecksums",
 ];
 
 /// The row of `name`.

@@ -223,6 +223,9 @@ impl Config {
             ("stats_interval_seconds", f.stats_interval_seconds),
             ("report_interval_seconds", f.report_interval_seconds),
             ("value_size", f.value_size),
+            ("readahead_size", f.readahead_size),
+            ("disposable_entries_value_size", f.disposable_entries_value_size),
+            ("persistent_entries_value_size", f.persistent_entries_value_size),
         ] {
             if v < 0 {
                 bail!("--{name}={v}: must not be negative");
@@ -358,6 +361,9 @@ impl Config {
                     );
                 }
             }
+            if let Some(b) = catalog::find(&spec.name) {
+                check_unique_fill(f, b)?;
+            }
             if spec.name == "mixgraph" {
                 crate::mixgraph::Model::new(f, num as i64).context("mixgraph")?;
             }
@@ -394,6 +400,34 @@ impl Config {
         let parsed = flags::parse(args)?;
         Config::from_parsed(parsed)
     }
+}
+
+/// db_bench's checks of filluniquerandom's variants (`runner/fill_unique.rs`): disposable
+/// keys only in the unique-random fills and not with overwrites; an overwrite window of at
+/// least one key.
+fn check_unique_fill(f: &Flags, b: &catalog::Benchmark) -> Result<()> {
+    use crate::keys::WriteMode;
+    let catalog::Workload::Fill(catalog::Fill::Put(mode)) = b.workload else { return Ok(()) };
+    if f.disposable_entries_batch_size > 0
+        && (mode != WriteMode::UniqueRandom || f.overwrite_probability > 0.0)
+    {
+        bail!(
+            "{}: --disposable_entries_batch_size={} works only in filluniquerandom and \
+             fillanddeleteuniquerandom, and not with --overwrite_probability",
+            b.name,
+            f.disposable_entries_batch_size
+        );
+    }
+    if mode == WriteMode::UniqueRandom
+        && f.overwrite_probability > 0.0
+        && f.overwrite_window_size == 0
+    {
+        bail!("--overwrite_window_size=0: with --overwrite_probability it must be at least 1");
+    }
+    if f.overwrite_probability < 0.0 {
+        bail!("--overwrite_probability={}: must not be negative", f.overwrite_probability);
+    }
+    Ok(())
 }
 
 /// The feature a run asks for with a switch the engine does not honour (universal or FIFO
@@ -472,6 +506,7 @@ fn check_engine_flags(
         bail!("engine {} has no {feature}", engine.name());
     }
     let mut errors = Vec::new();
+    let mut unsupported = Vec::new();
     let mut notes = Vec::new();
     let from_file = !flags.options_file.is_empty();
     for name in set {
@@ -480,6 +515,10 @@ fn check_engine_flags(
             continue;
         }
         let value = flags.value_text(name).unwrap_or_default();
+        if info.class == Class::Unsupported {
+            unsupported.push(format!("--{name}={value}"));
+            continue;
+        }
         if honoured.contains(name) {
             if from_file && !OVER_OPTIONS_FILE.contains(name) {
                 notes.push(format!(
@@ -498,8 +537,16 @@ fn check_engine_flags(
                 "--{name}={value} is a RocksDB tuning knob that engine {} does not have; it has no effect",
                 engine.name()
             )),
-            Class::Tool => {}
+            Class::Tool | Class::Unsupported => {}
         }
+    }
+    if !unsupported.is_empty() {
+        bail!(
+            "strata-bench does not implement {} yet (db_bench workload flag{}); run without {}",
+            unsupported.join(" "),
+            if unsupported.len() == 1 { "" } else { "s" },
+            if unsupported.len() == 1 { "it" } else { "them" },
+        );
     }
     if !errors.is_empty() {
         bail!(

@@ -23,6 +23,9 @@ pub enum Class {
     /// A RocksDB implementation knob (cache sharding, memtable representation, ...) that does not
     /// change what is measured; an engine without it accepts the flag and prints a note.
     Hint,
+    /// A db_bench workload flag strata-bench does not implement yet: a non-default value is
+    /// refused for every engine (never silently ignored).
+    Unsupported,
 }
 
 /// The type of a flag's value.
@@ -127,6 +130,7 @@ macro_rules! define_flags {
     ($( $name:ident : $ty:ty = $default:expr, $class:ident, $help:literal; )*) => {
         /// Every flag, typed, with db_bench's defaults (RocksDB v11 where versions differ).
         #[derive(Clone, Debug, PartialEq)]
+        #[allow(non_snake_case)] // db_bench's `wal_size_limit_MB`
         pub struct Flags {
             $( #[doc = $help] pub $name: $ty, )*
         }
@@ -415,6 +419,218 @@ define_flags! {
     prepopulate_blob_cache: i64 = 0i64, Engine, "BlobDB prepopulate blob cache";
     prepopulate_block_cache: i64 = 0i64, Hint, "RocksDB: warm the block cache on flush";
     options_file: String = "", Engine, "RocksDB OPTIONS file";
+    // ---- more workload flags ----
+    overwrite_probability: f64 = 0.0f64, Tool, "filluniquerandom: chance that a write overwrites one of the last --overwrite_window_size keys written instead of a new key";
+    overwrite_window_size: u64 = 1u64, Tool, "filluniquerandom with --overwrite_probability: how many of the latest new keys an overwrite picks from (at least 1)";
+    disposable_entries_batch_size: u64 = 0u64, Tool, "filluniquerandom / fillanddeleteuniquerandom: keys written in a row that are deleted later (0: no deletes)";
+    disposable_entries_delete_delay: u64 = 0u64, Tool, "fillanddeleteuniquerandom: microseconds at least between the last disposable key of a set and its deletes";
+    disposable_entries_value_size: i64 = 64i64, Tool, "fillanddeleteuniquerandom: value size of the keys that are deleted later";
+    persistent_entries_batch_size: u64 = 0u64, Tool, "fillanddeleteuniquerandom: keys written, never deleted, just before each set of deletes";
+    persistent_entries_value_size: i64 = 64i64, Tool, "fillanddeleteuniquerandom: value size of the keys that are never deleted";
+    transaction_sleep: i64 = 0i64, Tool, "randomtransaction: no effect (db_bench 11 defines it and reads it nowhere)";
+    build_info: bool = false, Tool, "Print how strata-bench was built and the engines in it, then exit";
+    writes_per_range_tombstone: i64 = 0i64, Unsupported, "Writes between range deletions in the fill benchmarks (0: none)";
+    writes_before_delete_range: i64 = 0i64, Tool, "With --writes_per_range_tombstone: writes before the first range deletion";
+    range_tombstone_width: i64 = 100i64, Tool, "With --writes_per_range_tombstone: keys one range deletion covers";
+    max_num_range_tombstones: i64 = 0i64, Tool, "With --writes_per_range_tombstone: the most range deletions written";
+    expand_range_tombstones: bool = false, Tool, "With --writes_per_range_tombstone: point deletes instead of a range deletion";
+    seek_nexts_to_delete: i64 = 0i64, Unsupported, "seekrandom: after the --seek_nexts steps, delete this many more keys";
+    explicit_snapshot: bool = false, Unsupported, "Iterators read at a snapshot taken for them";
+    auto_refresh_iterator_with_snapshot: bool = false, Unsupported, "Long-lived iterators at a snapshot refresh their state as they go";
+    sine_write_rate: bool = false, Unsupported, "Writers' rate follows --sine_a sin(--sine_b t + --sine_c) + --sine_d";
+    sine_write_rate_interval_milliseconds: u64 = 10000u64, Tool, "With --sine_write_rate: how often the rate is changed";
+    column_family_distribution: String = "", Unsupported, "Percentages of operations per column family";
+    num_hot_column_families: i64 = 0i64, Unsupported, "Column families written at one time (0: all)";
+    trace_file: String = "", Unsupported, "Trace the workload's operations to this file";
+    trace_replay_fast_forward: f64 = 1.0f64, Tool, "replay: speed-up of the trace's timing";
+    trace_replay_threads: i64 = 1i64, Tool, "replay: threads";
+    block_cache_trace_file: String = "", Unsupported, "Trace block cache accesses to this file";
+    block_cache_trace_sampling_frequency: i64 = 1i64, Tool, "With --block_cache_trace_file: trace one block of this many";
+    block_cache_trace_max_trace_file_size_in_bytes: i64 = 68719476736i64, Tool, "With --block_cache_trace_file: the trace's size bound";
+    fault_injection_read_after_reads: i64 = 0i64, Unsupported, "Inject a read error after this many reads (0: none)";
+    truth_db: String = "/dev/shm/truth_db/dbbench", Tool, "verify: the DB holding the expected keys and values";
+    key_id_range: i64 = 100000i64, Tool, "timeseries: distinct ids";
+    time_range: u64 = 100000u64, Tool, "timeseries: the key space's time range";
+    expire_style: String = "none", Tool, "timeseries: how expired entries go (none, compaction_filter, delete)";
+    num_deletion_threads: i64 = 1i64, Tool, "timeseries with expire_style delete: deleting threads";
+    multiscan_size: i64 = 10i64, Tool, "multiscan: ranges per multi-scan";
+    multiscan_stride: i64 = 100i64, Tool, "multiscan: keys between the starts of two ranges";
+    use_multiscan: bool = true, Tool, "multiscanrandom: the multi-scan API (else seek and next per range)";
+    multiscan_coalesce_threshold: u64 = 16384u64, Tool, "multiscan: reads this close together are made one";
+    multiscan_max_prefetch_size: u64 = 0u64, Tool, "multiscan: bytes prefetched per table at most (0: no bound)";
+    multiscan_use_async_io: bool = false, Tool, "multiscan: asynchronous reads";
+    io_dispatcher_max_prefetch_memory_bytes: u64 = 0u64, Tool, "multiscan: memory for prefetching over all scans (0: no bound)";
+    coro_jobs_per_thread: i64 = 1i64, Tool, "readrandomcoroutine, multireadrandomcoroutine: jobs per executor thread";
+    ingest_external_file_batch_size: i64 = 10i64, Tool, "ingestexternalfile: files per ingestion";
+    ingest_external_file_num_batches: i64 = 1i64, Tool, "ingestexternalfile: ingestions";
+    ingest_external_file_file_opening_threads: i64 = 1i64, Tool, "ingestexternalfile: threads opening the ingested files";
+    ingest_external_file_fill_cache: bool = true, Tool, "ingestexternalfile: the ingestion's reads fill the block cache";
+    ingest_external_file_prefetch_lmax_index_and_filter_blocks: bool = true, Tool, "ingestexternalfile: prefetch the index and filter of files going to the last level";
+    ingest_external_file_use_file_info: bool = false, Tool, "ingestexternalfile: pass the files' metadata along";
+    openandcompact_allow_resumption: bool = false, Tool, "openandcompact: resume an interrupted compaction";
+    openandcompact_test_cancel_on_odd: bool = false, Tool, "openandcompact: cancel odd runs";
+    openandcompact_cancel_after_millseconds: u64 = 1u64, Tool, "openandcompact: when odd runs are cancelled";
+    num_wide_columns: i64 = 4i64, Tool, "fillembeddedentity: large columns per entity";
+    num_short_wide_columns: i64 = 1i64, Tool, "fillembeddedentity: small columns per entity";
+    embedded_blob_min_size: u64 = 2048u64, Tool, "fillembeddedentity, fillembeddedblob: values this large are embedded blobs";
+    read_with_latest_user_timestamp: bool = true, Tool, "With --user_timestamp_size: read at the latest timestamp";
+    // ---- more engine configuration ----
+    user_timestamp_size: i64 = 0i64, Engine, "Bytes of a user-defined timestamp on every key (0: none)";
+    use_uint64_comparator: bool = false, Engine, "Keys ordered as little-endian 64-bit integers";
+    readahead_size: i64 = 0i64, Engine, "Iterators read ahead this many bytes (0: automatic)";
+    total_order_seek: bool = false, Engine, "Iterators seek in total order even with a prefix extractor";
+    prefix_same_as_start: bool = false, Engine, "Iterators stop at the first key whose prefix differs from the seek key's";
+    auto_prefix_mode: bool = false, Engine, "Seeks use the prefix filter only where the result is the same as a total-order seek";
+    max_total_wal_size: u64 = 0u64, Engine, "WALs' total size that forces the oldest memtables out (0: 4 x the write buffers)";
+    wal_ttl_seconds: u64 = 0u64, Engine, "Obsolete WALs are archived and deleted after this many seconds";
+    wal_size_limit_MB: u64 = 0u64, Engine, "Obsolete WALs are archived, the archive kept within this many MiB";
+    checksum_type: i64 = 4i64, Engine, "Table block checksum: 0 none, 1 crc32c, 2 xxhash, 3 xxhash64, 4 xxh3";
+    periodic_compaction_seconds: u64 = 18446744073709551614u64, Engine, "Tables older than this are compacted again (RocksDB's default: 30 days with a compaction filter, else off)";
+    ttl_seconds: u64 = 18446744073709551614u64, Engine, "Tables whose data is older than this are compacted down (FIFO: deleted)";
+    use_direct_io_for_compaction_reads: bool = false, Engine, "O_DIRECT reads of compaction inputs only";
+    inplace_update_support: bool = false, Engine, "Puts update a memtable value in place when it fits";
+    inplace_update_num_locks: u64 = 10000u64, Engine, "With --inplace_update_support: locks over the memtable's values";
+    wal_compression: String = "none", Engine, "WAL compression: none or zstd";
+    max_bytes_for_level_multiplier_additional: String = "", Engine, "Extra size factors per level, comma-separated";
+    experimental_mempurge_threshold: f64 = 0.0f64, Engine, "Garbage-collect memtables instead of flushing them below this useful share";
+    preserve_internal_time_seconds: i64 = 0i64, Engine, "Keep sequence-number-to-time mappings this long";
+    preclude_last_level_data_seconds: i64 = 0i64, Engine, "Data younger than this stays above the last level";
+    compression_zstd_max_train_bytes: i64 = 0i64, Engine, "ZSTD dictionary training sample bytes";
+    compression_max_dict_buffer_bytes: u64 = 0u64, Engine, "Bytes buffered for dictionary samples (0: no bound)";
+    compression_use_zstd_dict_trainer: bool = true, Engine, "Train ZSTD dictionaries (else finalize them from samples)";
+    sample_for_compression: i64 = 0i64, Engine, "Sample every Nth block's compressibility (0: none)";
+    min_tombstones_for_range_conversion: u64 = 0u64, Engine, "Point deletes in a row a scan turns into a range deletion (0: never)";
+    memtable_op_scan_flush_trigger: u64 = 0u64, Engine, "Flush a memtable once a scan steps over this many of its entries (0: never)";
+    read_triggered_compaction_threshold: f64 = 0.0f64, Engine, "Mark a table for compaction once its sampled reads per byte exceed this (0: off)";
+    universal_max_read_amp: i64 = -1i64, Engine, "Universal compaction: sorted runs at most (-1: the L0 trigger)";
+    universal_reduce_file_locking: bool = true, Engine, "Universal compaction: pick files without holding the DB lock throughout";
+    fifo_age_for_warm: u64 = 0u64, Engine, "FIFO: tables older than this move to warm storage";
+    fifo_compaction_max_data_files_size_mb: u64 = 0u64, Engine, "FIFO: table and blob bytes budget (0: the table budget)";
+    fifo_compaction_use_kv_ratio_compaction: bool = false, Engine, "FIFO with blob files: size-derived intra-L0 compactions";
+    enable_blob_direct_write: bool = false, Engine, "BlobDB: writes put large values straight into blob files";
+    blob_direct_write_partitions: u64 = 1u64, Engine, "BlobDB direct writes: blob files written at once";
+    blob_compaction_readahead_size: u64 = 0u64, Engine, "BlobDB: compaction readahead in blob files";
+    use_blob_db: bool = false, Engine, "Stacked BlobDB (the older blob store)";
+    blob_db_enable_gc: bool = false, Tool, "With --use_blob_db: garbage collection";
+    blob_db_max_db_size: u64 = 0u64, Tool, "With --use_blob_db: blob directory size bound";
+    blob_db_max_ttl_range: u64 = 0u64, Tool, "With --use_blob_db: TTLs of written values up to this many seconds";
+    blob_db_ttl_range_secs: u64 = 3600u64, Tool, "With --use_blob_db: time span of one blob file";
+    blob_db_file_size: u64 = 268435456u64, Tool, "With --use_blob_db: blob file size";
+    use_plain_table: bool = false, Engine, "Plain tables instead of block-based ones";
+    use_cuckoo_table: bool = false, Engine, "Cuckoo hash tables instead of block-based ones";
+    cuckoo_hash_ratio: f64 = 0.9f64, Tool, "With --use_cuckoo_table: hash table fill ratio";
+    identity_as_first_hash: bool = false, Tool, "With --use_cuckoo_table: the first hash is the key itself";
+    use_keep_filter: bool = false, Engine, "A compaction filter that keeps every entry";
+    use_secondary_db: bool = false, Engine, "Open a secondary instance following another process's DB";
+    secondary_path: String = "", Tool, "With --use_secondary_db: the secondary's own directory";
+    secondary_update_interval: i64 = 5i64, Tool, "With --use_secondary_db: seconds between catch-ups";
+    open_as_follower: bool = false, Engine, "Open as a follower of another process's DB";
+    leader_path: String = "", Tool, "With --open_as_follower: the leader's DB";
+    file_checksum: bool = false, Engine, "Record a whole-file CRC32C checksum of each table (verifyfilechecksums)";
+    use_compressed_secondary_cache: bool = false, Engine, "A compressed secondary block cache";
+    compressed_secondary_cache_size: i64 = 33554432i64, Tool, "With --use_compressed_secondary_cache: its capacity";
+    compressed_secondary_cache_numshardbits: i64 = 6i64, Tool, "With --use_compressed_secondary_cache: shard bits";
+    compressed_secondary_cache_high_pri_pool_ratio: f64 = 0.0f64, Tool, "With --use_compressed_secondary_cache: high-priority share";
+    compressed_secondary_cache_low_pri_pool_ratio: f64 = 0.0f64, Tool, "With --use_compressed_secondary_cache: low-priority share";
+    compressed_secondary_cache_compression_type: String = "lz4", Tool, "With --use_compressed_secondary_cache: its compression";
+    compressed_secondary_cache_compression_level: i64 = 32767i64, Tool, "With --use_compressed_secondary_cache: its compression level";
+    use_tiered_cache: bool = false, Tool, "With --use_compressed_secondary_cache: one budget over both caches";
+    tiered_adm_policy: String = "auto", Tool, "With --use_tiered_cache: admission policy";
+    simcache_size: i64 = -1i64, Engine, "A simulated cache of this many bytes beside the block cache (< 0: none)";
+    cache_uri: String = "", Engine, "Block cache made from this registry URI";
+    secondary_cache_uri: String = "", Engine, "Secondary cache made from this registry URI";
+    env_uri: String = "", Engine, "Env made from this registry URI";
+    fs_uri: String = "", Engine, "File system made from this registry URI";
+    simulate_hdd: bool = false, Engine, "Add a hard disk's latency to file reads and writes";
+    simulate_hybrid_fs_file: String = "", Engine, "Simulate a hybrid file system, metadata in this file";
+    simulate_hybrid_hdd_multipliers: i64 = 1i64, Tool, "With --simulate_hdd or --simulate_hybrid_fs_file: disks simulated";
+    read_cache_path: String = "", Engine, "A persistent read cache in this directory";
+    read_cache_size: i64 = 4294967296i64, Tool, "With --read_cache_path: its size";
+    read_cache_direct_write: bool = true, Tool, "With --read_cache_path: O_DIRECT writes to it";
+    read_cache_direct_read: bool = true, Tool, "With --read_cache_path: O_DIRECT reads from it";
+    statistics_string: String = "", Engine, "Statistics object made from this string";
+    compression_manager: String = "none", Engine, "Compression manager (none: the built-in compressors)";
+    hash_bucket_count: i64 = 1048576i64, Tool, "With a hash memtable (--memtablerep): buckets";
+    data_block_hash_table_util_ratio: f64 = 0.75f64, Tool, "With --use_data_block_hash_index: hash table fill ratio";
+    // ---- more RocksDB tuning knobs ----
+    optimize_filters_for_hits: bool = false, Hint, "RocksDB: no filters in the last level";
+    optimize_filters_for_memory: bool = true, Hint, "RocksDB: filter sizes rounded to the allocator's sizes";
+    decouple_partitioned_filters: bool = true, Hint, "RocksDB: filter partitions cut apart from index partitions";
+    enable_index_compression: bool = true, Hint, "RocksDB: compress index blocks";
+    index_shortening_mode: i64 = 2i64, Hint, "RocksDB: index separator shortening (0 none, 1 separators, 2 separators and successor)";
+    index_with_first_key: bool = false, Hint, "RocksDB: index entries carry their block's first key";
+    index_block_search_type: String = "binary_search", Hint, "RocksDB: index block search (binary_search, interpolation_search, auto_search)";
+    use_trie_index: bool = false, Hint, "RocksDB: a succinct trie index";
+    use_data_block_hash_index: bool = false, Hint, "RocksDB: data blocks carry a hash index";
+    use_hash_search: bool = false, Hint, "RocksDB: hash search index (with a prefix extractor)";
+    separate_key_value_in_data_block: bool = false, Hint, "RocksDB: data blocks keep keys and values apart";
+    super_block_alignment_size: u64 = 0u64, Hint, "RocksDB: super block alignment (0: none)";
+    super_block_alignment_space_overhead_ratio: u64 = 128u64, Hint, "RocksDB: space spent on super block alignment, 1/N";
+    uniform_cv_threshold: f64 = -1.0f64, Hint, "RocksDB: index blocks with keys this uniform use interpolation search";
+    read_amp_bytes_per_bit: i64 = 0i64, Hint, "RocksDB: read amplification bitmap granularity (0: none)";
+    bloom_locality: i64 = 0i64, Hint, "RocksDB: Bloom probes in one cache line";
+    block_protection_bytes_per_key: u64 = 0u64, Hint, "RocksDB: per-entry checksum bytes in cached blocks";
+    memtable_protection_bytes_per_key: u64 = 0u64, Hint, "RocksDB: per-entry checksum bytes in memtables";
+    write_batch_protection_bytes_per_key: u64 = 0u64, Hint, "RocksDB: per-entry checksum bytes in write batches";
+    memtable_verify_per_key_checksum_on_seek: bool = false, Hint, "RocksDB: check memtable entry checksums on seeks";
+    paranoid_memory_checks: bool = false, Hint, "RocksDB: check memtable key order on reads";
+    verify_compression: bool = false, Hint, "RocksDB: decompress each block after compressing it, to check it";
+    force_consistency_checks: bool = true, Hint, "RocksDB: check the LSM's shape on every change";
+    verify_manifest_content_on_close: bool = false, Hint, "RocksDB: check the MANIFEST when the DB closes";
+    allow_data_in_errors: bool = false, Hint, "RocksDB: keys and values may appear in error messages";
+    track_and_verify_wals_in_manifest: bool = false, Hint, "RocksDB: record WALs in the MANIFEST";
+    track_and_verify_wals: bool = false, Hint, "RocksDB: check the WALs' continuity on recovery";
+    async_wal_precreate: bool = false, Hint, "RocksDB: create the next WAL in the background";
+    avoid_flush_during_recovery: bool = false, Hint, "RocksDB: keep recovered WAL data in memtables instead of flushing it";
+    avoid_flush_during_shutdown: bool = false, Hint, "RocksDB: do not flush memtables when the DB closes";
+    max_manifest_file_size: i64 = 1073741824i64, Hint, "RocksDB: MANIFEST size that starts a new one";
+    max_manifest_space_amp_pct: i64 = 500i64, Hint, "RocksDB: MANIFEST space amplification that starts a new one";
+    arena_block_size: i64 = 0i64, Hint, "RocksDB: memtable arena block size (0: from the write buffer)";
+    max_write_buffer_size_to_maintain: i64 = 0i64, Hint, "RocksDB: flushed memtable bytes kept for conflict checks";
+    memtable_use_huge_page: bool = false, Hint, "RocksDB: memtable arenas in huge pages";
+    memtable_batch_lookup_optimization: bool = false, Hint, "RocksDB: batched memtable lookups for MultiGet";
+    memtable_insert_with_hint_prefix_size: i64 = 0i64, Hint, "RocksDB: memtable inserts hinted by a prefix of this length";
+    skip_list_lookahead: i64 = 0i64, Hint, "RocksDB: skip list linear search steps before searching";
+    strict_max_successive_merges: bool = false, Hint, "RocksDB: read files to keep --max_successive_merges exact";
+    uncache_aggressiveness: u64 = 0u64, Hint, "RocksDB: erase obsolete tables' blocks from the cache";
+    table_cache_numshardbits: i64 = 4i64, Hint, "RocksDB: table cache shard bits";
+    file_opening_threads: i64 = 16i64, Hint, "RocksDB: threads opening table files at DB open";
+    open_files_async: bool = false, Hint, "RocksDB: open table files in the background at DB open";
+    skip_stats_update_on_db_open: bool = false, Hint, "RocksDB: no table property reads at DB open";
+    log_readahead_size: i64 = 0i64, Hint, "RocksDB: WAL and MANIFEST readahead at recovery";
+    writable_file_max_buffer_size: i64 = 1048576i64, Hint, "RocksDB: write buffer of a writable file";
+    use_adaptive_mutex: bool = false, Hint, "RocksDB: spin before blocking on the DB mutex";
+    enable_numa: bool = false, Hint, "RocksDB: bind threads and memory to NUMA nodes";
+    enable_io_prio: bool = false, Hint, "RocksDB: lower the I/O priority of background threads";
+    enable_cpu_prio: bool = false, Hint, "RocksDB: lower the CPU priority of background threads";
+    io_uring_enabled: bool = true, Hint, "RocksDB: io_uring where the platform has it";
+    optimize_multiget_for_io: bool = true, Hint, "RocksDB: MultiGet reads several levels at once";
+    adaptive_readahead: bool = false, Hint, "RocksDB: readahead size carried from file to file";
+    auto_readahead_size: bool = false, Hint, "RocksDB: iterator readahead sized by the upper bound";
+    rate_limit_user_ops: bool = false, Hint, "RocksDB: user reads charged to the rate limiter";
+    rate_limit_auto_wal_flush: bool = false, Hint, "RocksDB: WAL flushes charged to the rate limiter";
+    rate_limit_bg_reads: bool = false, Hint, "RocksDB: compaction reads charged to the rate limiter";
+    rate_limiter_refill_period_us: i64 = 100000i64, Hint, "RocksDB: rate limiter refill period";
+    rate_limiter_single_burst_bytes: i64 = 0i64, Hint, "RocksDB: rate limiter burst (0: the refill's bytes)";
+    max_compaction_trigger_wakeup_seconds: u64 = 43200u64, Hint, "RocksDB: longest sleep before time-based compaction checks";
+    disable_seek_compaction: i64 = 0i64, Hint, "RocksDB: no effect (kept for old scripts)";
+    charge_compression_dictionary_building_buffer: bool = false, Hint, "RocksDB: charge dictionary building to the block cache";
+    charge_filter_construction: bool = false, Hint, "RocksDB: charge filter building to the block cache";
+    charge_table_reader: bool = false, Hint, "RocksDB: charge table readers to the block cache";
+    charge_file_metadata: bool = false, Hint, "RocksDB: charge file metadata to the block cache";
+    charge_blob_cache: bool = false, Hint, "RocksDB: charge the blob cache to the block cache";
+    use_cache_jemalloc_no_dump_allocator: bool = false, Hint, "RocksDB: cache memory left out of core dumps (jemalloc)";
+    use_cache_memkind_kmem_allocator: bool = false, Hint, "RocksDB: cache memory from memkind";
+    dump_malloc_stats: bool = true, Hint, "RocksDB: malloc statistics in the LOG";
+    stats_dump_period_sec: u64 = 600u64, Hint, "RocksDB: seconds between stats dumps to the LOG";
+    stats_persist_period_sec: u64 = 600u64, Hint, "RocksDB: seconds between stats snapshots";
+    persist_stats_to_disk: bool = false, Hint, "RocksDB: stats snapshots into a column family";
+    stats_history_buffer_size: u64 = 1048576u64, Hint, "RocksDB: memory for stats snapshots";
+    report_bg_io_stats: bool = false, Hint, "RocksDB: time compaction I/O";
+    show_table_properties: bool = false, Hint, "RocksDB: table properties with the periodic stats";
+    use_stderr_info_logger: bool = false, Hint, "RocksDB: the info log to stderr instead of LOG";
+    fatal_shutdown_watchdog_seconds: u64 = 180u64, Hint, "db_bench: abort if closing takes longer than this after a fatal error";
+    tolerate_io_errors_for_remote_dbs: bool = false, Hint, "db_bench: go on after I/O errors of remote DBs";
 }
 
 /// Result of stage 1.
@@ -557,13 +773,15 @@ pub fn usage() -> String {
          Usage: strata-bench --benchmarks=fillseq,readrandom [--flag=value ...]\n\n\
          Classes: [tool] honoured for every engine; [engine] honoured only by engines that\n\
          support it (a non-default value is rejected otherwise); [hint] RocksDB tuning knob,\n\
-         a note is printed when the engine has no equivalent.\n\nFlags:\n",
+         a note is printed when the engine has no equivalent; [not implemented] a db_bench\n\
+         flag strata-bench does not implement yet (a non-default value is refused).\n\nFlags:\n",
     );
     for f in FLAG_TABLE {
         let class = match f.class {
             Class::Tool => "tool",
             Class::Engine => "engine",
             Class::Hint => "hint",
+            Class::Unsupported => "not implemented",
         };
         let default = f.default.trim_matches('"').trim_end_matches("i64").trim_end_matches("u64");
         let default = default.trim_end_matches("f64");

@@ -82,6 +82,12 @@ impl KeyGenerator {
         KeyGenerator { mode, num, next: 0, values }
     }
 
+    /// The `i`-th key of a unique-random order (wrapping around it, as [`Self::next`] does).
+    pub fn fetch(&self, i: u64) -> u64 {
+        debug_assert_eq!(self.mode, WriteMode::UniqueRandom);
+        self.values[(i % self.num.max(1)) as usize]
+    }
+
     #[inline]
     pub fn next(&mut self, rand: &mut Mt64) -> u64 {
         match self.mode {

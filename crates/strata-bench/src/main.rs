@@ -23,6 +23,11 @@ fn main() -> ExitCode {
         println!("strata-bench version {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
+    // As db_bench: like --version, nothing else is done.
+    if parsed.flags.build_info {
+        print!("{}", strata_bench::engine_kind::EngineKind::build_info());
+        return ExitCode::SUCCESS;
+    }
     let cfg = match Config::from_parsed(parsed) {
         Ok(c) => c,
         Err(e) => {

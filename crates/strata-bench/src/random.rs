@@ -198,6 +198,17 @@ impl Default for MinStdRand0 {
 impl MinStdRand0 {
     const M: u64 = 2_147_483_647;
 
+    /// Seeded as libstdc++ seeds it: `seed mod (2^31 - 1)`, 0 taken as 1.
+    pub fn with_seed(seed: u32) -> Self {
+        let x = u64::from(seed) % Self::M;
+        MinStdRand0 { x: if x == 0 { 1 } else { x } }
+    }
+
+    /// libstdc++'s `bernoulli_distribution(p)`: one canonical draw below `p`.
+    pub fn bernoulli(&mut self, p: f64) -> bool {
+        self.canonical() < p
+    }
+
     pub fn next_u32(&mut self) -> u32 {
         self.x = self.x * 16807 % Self::M;
         self.x as u32

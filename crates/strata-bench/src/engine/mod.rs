@@ -72,6 +72,8 @@ pub mod redb;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
 #[cfg(feature = "rocksdb")]
+mod rocks_knobs;
+#[cfg(feature = "rocksdb")]
 mod rocks_txn;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
@@ -89,11 +91,25 @@ pub struct WriteOpts {
 pub struct ReadOpts {
     pub verify_checksums: bool,
     pub fill_cache: bool,
+    /// Iterators only (`--readahead_size`, `--total_order_seek`, `--prefix_same_as_start`,
+    /// `--auto_prefix_mode`): engines that do not list these flags as honoured never see
+    /// values other than the defaults.
+    pub readahead_size: usize,
+    pub total_order_seek: bool,
+    pub prefix_same_as_start: bool,
+    pub auto_prefix_mode: bool,
 }
 
 impl Default for ReadOpts {
     fn default() -> Self {
-        ReadOpts { verify_checksums: true, fill_cache: true }
+        ReadOpts {
+            verify_checksums: true,
+            fill_cache: true,
+            readahead_size: 0,
+            total_order_seek: false,
+            prefix_same_as_start: false,
+            auto_prefix_mode: false,
+        }
     }
 }
 
@@ -393,6 +409,24 @@ impl EngineKind {
             #[allow(unreachable_patterns)]
             _ => String::new(),
         }
+    }
+
+    /// What `--build_info` prints: the tool's version and build, then the version line of
+    /// every engine compiled in.
+    pub fn build_info() -> String {
+        let mut s = format!(
+            "strata-bench version {}\nbuild: {} ({}-{})\nengines:\n",
+            env!("CARGO_PKG_VERSION"),
+            if cfg!(debug_assertions) { "debug" } else { "release" },
+            std::env::consts::ARCH,
+            std::env::consts::OS,
+        );
+        for kind in EngineKind::ALL.into_iter().filter(|k| k.compiled_in()) {
+            s.push_str("  ");
+            s.push_str(&kind.version_line());
+            s.push('\n');
+        }
+        s
     }
 
     /// Opens (creating if missing) the DB at `cfg.db`.

@@ -365,7 +365,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
         }
     }
     t.set_whole_key_filtering(f.whole_key_filtering);
+    super::rocks_knobs::table(f, &mut t)?;
     o.set_block_based_table_factory(&t);
+    super::rocks_knobs::db(cfg, &mut o)?;
     Ok(o)
 }
 
@@ -707,6 +709,9 @@ impl Engine for RocksEngine {
         o.set_verify_checksums(ro.verify_checksums);
         o.fill_cache(ro.fill_cache);
         o.set_tailing(self.tailing);
+        o.set_readahead_size(ro.readahead_size);
+        o.set_total_order_seek(ro.total_order_seek);
+        o.set_prefix_same_as_start(ro.prefix_same_as_start);
         if let Some(l) = bounds.lower {
             o.set_iterate_lower_bound(l);
         }

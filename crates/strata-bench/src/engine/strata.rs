@@ -235,6 +235,25 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.hard_pending_compaction_bytes_limit = f.hard_pending_compaction_bytes_limit;
     o.delayed_write_rate = f.delayed_write_rate;
     o.wal_bytes_per_sync = f.wal_bytes_per_sync;
+    o.max_total_wal_size = f.max_total_wal_size;
+    o.wal_ttl_seconds = f.wal_ttl_seconds;
+    o.wal_size_limit_mb = f.wal_size_limit_MB;
+    o.avoid_flush_during_recovery = f.avoid_flush_during_recovery;
+    o.stats_dump_period_sec = u32::try_from(f.stats_dump_period_sec).map_err(|_| {
+        anyhow!("--stats_dump_period_sec={}: out of range", f.stats_dump_period_sec)
+    })?;
+    // db_bench's default (4, XXH3) describes RocksDB's; Strata keeps its own (CRC32C)
+    // unless the flag is given.
+    if cfg.set.contains("checksum_type") {
+        o.checksum = match f.checksum_type {
+            1 => strata::ChecksumType::Crc32c,
+            4 => strata::ChecksumType::Xxh3,
+            t => bail!(
+                "--checksum_type={t}: strata has 1 (crc32c) and 4 (xxh3); 0 (none), 2 (xxhash) \
+                 and 3 (xxhash64) are RocksDB's"
+            ),
+        };
+    }
     o.recycle_log_file_num = usize_of("recycle_log_file_num", f.recycle_log_file_num)?;
     o.manual_wal_flush = f.manual_wal_flush;
     o.allow_concurrent_memtable_write = f.allow_concurrent_memtable_write;
@@ -558,6 +577,11 @@ fn ropts(ro: ReadOpts) -> ReadOptions {
     ReadOptions {
         verify_checksums: ro.verify_checksums,
         fill_cache: ro.fill_cache,
+        readahead_size: ro.readahead_size,
+        // Strata's seeks are always in total order; `auto_prefix_mode` (the prefix filter
+        // only where a total-order seek finds the same) is what they already give.
+        total_order_seek: ro.total_order_seek,
+        prefix_same_as_start: ro.prefix_same_as_start,
         ..ReadOptions::default()
     }
 }

@@ -1,5 +1,6 @@
 //! Puts and deletes: fillseq, fillrandom, filluniquerandom, overwrite, fillsync, fill100K,
-//! fillbatch, deleteseq, deleterandom, randomreplacekeys (`docs/db_bench.md` §5.2).
+//! fillbatch, deleteseq, deleterandom, randomreplacekeys (`docs/db_bench.md` §5.2); the
+//! variants of filluniquerandom are in `fill_unique.rs`.
 
 use anyhow::{Context, Result};
 
@@ -12,6 +13,9 @@ use crate::stats::OpType;
 /// `--writes` puts per thread in `--batch_size` batches; `--duration` bounds only random
 /// writes. A batch of one is a plain put.
 pub(super) fn put(mode: WriteMode, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    if mode == WriteMode::UniqueRandom && super::fill_unique::applies(cx) {
+        return super::fill_unique::put(cx, ts);
+    }
     let (p, engine) = (cx.p, cx.engine);
     let mut keys = KeyGenerator::new(mode, p.num, cx.cfg.seed_base as u32);
     let mut gen = cx.values();

@@ -1,5 +1,5 @@
 //! CPU micro-benchmarks that do not touch the DB: crc32c, xxhash, xxhash64, xxh3, compress,
-//! uncompress, acquireload (`docs/db_bench.md` §5.7).
+//! compressreject, uncompress, acquireload (`docs/db_bench.md` §5.7).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -14,6 +14,7 @@ pub(super) fn run(kind: Micro, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> 
     match kind {
         Micro::Crc32c | Micro::Hash(_) => checksum(kind, cx, ts),
         Micro::Compress => compress(cx, ts),
+        Micro::CompressReject => compress_reject(cx, ts),
         Micro::Uncompress => uncompress(cx, ts),
         Micro::AcquireLoad => acquire_load(cx, ts),
     }
@@ -63,6 +64,66 @@ fn compress(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Compresses the block into an output budget 10 points of the input below
+/// `--compression_ratio` (at least one byte), so that, the values compressing to about that
+/// ratio, every attempt is rejected; 3 GiB of input in all. ZSTD stops when its output would
+/// overflow the budget, as RocksDB's compressor does; Snappy and LZ4 (whose Rust encoders
+/// refuse an output buffer below the worst case before any work) compress in full and their
+/// output is compared, which costs LZ4 more than RocksDB's early stop.
+/// An attempt that fits fails the run, as db_bench's does; without compression there is
+/// nothing to run.
+fn compress_reject(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    if cx.cfg.compression == Compression::None {
+        // As db_bench: no compressor, nothing to reject.
+        ts.stats.add_message("(compression type not supported)");
+        return Ok(());
+    }
+    let input = input_block(cx);
+    let fraction = (cx.flags().compression_ratio - 0.10).max(0.0);
+    let budget = ((fraction * input.len() as f64) as usize).max(1);
+    let mut out = Vec::new();
+    let mut zstd = match cx.cfg.compression {
+        Compression::Zstd => Some(zstd::bulk::Compressor::new(zstd_level(cx))?),
+        _ => None,
+    };
+    cx.bytes(3 << 30).run(ts, |_| {
+        let fits = match cx.cfg.compression {
+            Compression::Snappy | Compression::Lz4 => {
+                compress_block(cx, &input, &mut out)?;
+                out.len() <= budget
+            }
+            Compression::Zstd => {
+                out.resize(budget, 0);
+                let z = zstd.as_mut().expect("made for zstd above");
+                z.compress_to_buffer(&input, &mut out[..]).is_ok()
+            }
+            other => bail!("compression {other:?} is not available in strata-bench"),
+        };
+        if fits {
+            bail!(
+                "compressreject: the block compressed into {budget} bytes ({:.1}% of its {}), \
+                 so it was not rejected; try a smaller --compression_ratio",
+                budget as f64 * 100.0 / input.len() as f64,
+                input.len()
+            );
+        }
+        Ok(Step::Did(OpType::Compress, input.len() as u64))
+    })?;
+    ts.stats.add_message(&format!(
+        "(rejected; output buffer {:.1}% of input)",
+        budget as f64 * 100.0 / input.len() as f64
+    ));
+    Ok(())
+}
+
+/// `--compression_level` for ZSTD (32767: ZSTD's default, 3).
+fn zstd_level(cx: &Ctx<'_>) -> i32 {
+    match cx.flags().compression_level {
+        32767 => 3,
+        l => l as i32,
+    }
+}
+
 /// Uncompresses the compressed block, 20 GiB of output in all.
 fn uncompress(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let input = input_block(cx);
@@ -99,13 +160,7 @@ fn compress_block(cx: &Ctx<'_>, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
             out.truncate(n);
         }
         Compression::Lz4 => out.extend_from_slice(&lz4_flex::block::compress(input)),
-        Compression::Zstd => {
-            let level = match cx.flags().compression_level {
-                32767 => 3,
-                l => l as i32,
-            };
-            out.extend_from_slice(&zstd::bulk::compress(input, level)?);
-        }
+        Compression::Zstd => out.extend_from_slice(&zstd::bulk::compress(input, zstd_level(cx))?),
         other => bail!("compression {other:?} is not available in strata-bench"),
     }
     Ok(())

@@ -18,6 +18,7 @@ use crate::stats::{print_flush, CombinedStats, Summary};
 
 mod admin;
 mod fill;
+mod fill_unique;
 mod merge;
 mod micro;
 mod mixed;

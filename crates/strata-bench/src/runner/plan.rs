@@ -51,7 +51,15 @@ impl Params {
             value_size: cfg.value_size,
             batch: f.batch_size as u64,
             wo: WriteOpts { sync: f.sync, disable_wal: f.disable_wal },
-            ro: ReadOpts { verify_checksums: f.verify_checksum, fill_cache: true },
+            ro: ReadOpts {
+                verify_checksums: f.verify_checksum,
+                fill_cache: true,
+                // Checked non-negative in `crate::config`.
+                readahead_size: f.readahead_size as usize,
+                total_order_seek: f.total_order_seek,
+                prefix_same_as_start: f.prefix_same_as_start,
+                auto_prefix_mode: f.auto_prefix_mode,
+            },
             duration: f.duration as u64,
             sine_mix: false,
         }

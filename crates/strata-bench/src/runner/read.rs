@@ -1,5 +1,5 @@
 //! Point reads and scans: readseq, readreverse, readtocache, readrandom, readrandomsmall,
-//! readmissing, readhot, multireadrandom, newiterator, approximatesizerandom
+//! readmissing, readhot, readrandomfast, multireadrandom, newiterator, approximatesizerandom
 //! (`docs/db_bench.md` §5.3).
 
 use anyhow::{Context, Result};
@@ -14,6 +14,7 @@ pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     match kind {
         Read::Seq { reverse } => scan(reverse, cx, ts),
         Read::Random { hot } => random(hot, cx, ts),
+        Read::RandomFast => random_fast(cx, ts),
         Read::Multi => multi(cx, ts),
         Read::NewIterator => new_iterators(cx, ts),
         Read::ApproximateSizes => approximate_sizes(cx, ts),
@@ -67,6 +68,28 @@ pub(super) fn random(hot: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()>
         Ok(Step::Did(OpType::Read, bytes))
     })?;
     ts.stats.add_message(&format!("({found} of {read} found)\n"));
+    Ok(())
+}
+
+/// db_bench's `readrandomfast`: gets in steps of 100 of keys drawn below the power of two at
+/// or above `--num` by masking (no division), so up to half of them are beyond the key space
+/// and missing; no bytes counted. Message: `(found of read found, issued N non-exist keys)`.
+fn random_fast(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    const STEP: u64 = 100;
+    let p = cx.p;
+    let mask = p.flags_num.next_power_of_two() - 1;
+    let (mut read, mut found, mut beyond) = (0u64, 0u64, 0u64);
+    cx.ops(p.reads, STEP, true).read_limited(STEP).run(ts, |ts| {
+        for _ in 0..STEP {
+            let k = ts.rand.next_u64() & mask;
+            p.key.encode(k, p.flags_num, &mut ts.key);
+            read += 1;
+            found += u64::from(cx.get(ts)?);
+            beyond += u64::from(k >= p.flags_num);
+        }
+        Ok(Step::Did(OpType::Read, 0))
+    })?;
+    ts.stats.add_message(&format!("({found} of {read} found, issued {beyond} non-exist keys)\n"));
     Ok(())
 }
 

@@ -174,9 +174,52 @@ fn cpu_benchmarks_run_and_parse() {
     }
     assert!(out.contains("(4096 per op)"), "{out}");
     assert!(out.contains("(output: "), "{out}");
+    assert!(out.contains("(rejected; output buffer 40.0% of input)"), "compressreject:\n{out}");
     assert!(out.contains("(each op is 1000 loads)"), "{out}");
     assert!(out.contains("Microseconds per crc:"), "{out}");
     assert!(out.contains("Microseconds per :"), "uncompress's unnamed histogram:\n{out}");
+}
+
+/// compressreject needs a compressor (db_bench's message without one) and fails the run when
+/// the block fits its budget.
+#[test]
+fn compressreject_without_compression_or_with_room_to_fit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(dir.path(), &["--benchmarks=compressreject", "--compression_type=none"]);
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    assert!(out.contains("(compression type not supported)"), "{out}");
+    // A ratio of 1 leaves a budget of 90%, and the generated values (printable bytes) still
+    // compress below it: not rejected, so the run fails saying what to change.
+    let o = run(
+        dir.path(),
+        &["--benchmarks=compressreject", "--compression_type=zstd", "--compression_ratio=1"],
+    );
+    let (_, errs) = text(&o);
+    assert!(!o.status.success());
+    assert!(errs.contains("so it was not rejected; try a smaller --compression_ratio"), "{errs}");
+}
+
+/// readrandomfast: keys masked below the next power of two of --num, so every key below --num
+/// is found and every one above is not, counted in steps of 100.
+#[test]
+fn readrandomfast_finds_the_keys_below_num() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(
+        dir.path(),
+        &["--benchmarks=fillseq,readrandomfast", "--num=1000", "--reads=1000", "--seed=9"],
+    );
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    let line = out.lines().find(|l| l.starts_with("readrandomfast ")).expect("result line");
+    assert!(line.contains(" 1000 operations;"), "{line}");
+    let msg = line.split('(').nth(1).expect("message");
+    let n: Vec<u64> =
+        msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    let (found, read, beyond) = (n[0], n[1], n[2]);
+    assert_eq!(read, 1000, "{line}");
+    assert_eq!(found + beyond, read, "keys below 1000 are all there: {line}");
+    assert!(beyond > 0 && beyond < 100, "24 of 1024 keys are beyond: {line}");
 }
 
 #[test]

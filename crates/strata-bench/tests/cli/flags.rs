@@ -308,3 +308,55 @@ fn memtablerep_selects_strata_s_memtable_and_refuses_the_hash_ones() {
         assert!(e.contains(&format!("--memtablerep={hash}")) && e.contains("vector"), "{e}");
     }
 }
+
+/// Every flag of db_bench is known: a workload flag strata-bench does not implement is refused
+/// with the others of its kind, never ignored; a flag that only matters with another (range
+/// deletion widths without range deletions) is taken as db_bench takes it; RocksDB's knobs
+/// are noted; the options Strata has are applied without a note.
+#[test]
+fn db_bench_flags_are_refused_noted_or_applied() {
+    let e = err(&["--seek_nexts_to_delete=2", "--sine_write_rate", "--num=10"]);
+    assert!(
+        e.contains("does not implement --seek_nexts_to_delete=2 --sine_write_rate=true yet"),
+        "{e}"
+    );
+    let c = Config::from_args(&["--range_tombstone_width=10", "--expand_range_tombstones"])
+        .expect("flags that need --writes_per_range_tombstone");
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
+    let c = Config::from_args(&["--optimize_filters_for_hits", "--table_cache_numshardbits=6"])
+        .expect("hints");
+    assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+    let c = Config::from_args(&[
+        "--readahead_size=65536",
+        "--total_order_seek",
+        "--prefix_same_as_start",
+        "--max_total_wal_size=1048576",
+        "--wal_ttl_seconds=60",
+        "--wal_size_limit_MB=16",
+        "--checksum_type=1",
+        "--avoid_flush_during_recovery",
+    ])
+    .expect("Strata's options");
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
+    // An option Strata lacks is refused by name, as every engine flag is.
+    let e = err(&["--use_plain_table", "--user_timestamp_size=8"]);
+    assert!(e.contains("--use_plain_table=true --user_timestamp_size=8"), "{e}");
+    assert!(err(&["--readahead_size=-1"]).contains("--readahead_size=-1"));
+}
+
+/// Strata's table checksums are CRC32C and XXH3: db_bench's other types are refused at open,
+/// and the two it has give a DB that opens and reads.
+#[test]
+fn checksum_types_strata_has_and_lacks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = format!("--db={}", dir.path().join("db").display());
+    let e = match Config::from_args(&[db.as_str(), "--checksum_type=3"]) {
+        Ok(c) => c.engine.open(&c).map(|_| ()).expect_err("xxhash64 refused"),
+        Err(e) => e,
+    };
+    assert!(format!("{e:#}").contains("--checksum_type=3"), "{e:#}");
+    for t in ["--checksum_type=1", "--checksum_type=4"] {
+        let c = Config::from_args(&[db.as_str(), t]).expect("config");
+        c.engine.open(&c).unwrap_or_else(|e| panic!("{t}: {e:#}"));
+    }
+}

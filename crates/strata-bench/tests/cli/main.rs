@@ -11,4 +11,5 @@ mod flags;
 mod num_column_families;
 mod peers;
 mod rocksdb_benchmark_sh;
+mod unique_fills;
 mod ycsb_scripts;

@@ -1,0 +1,98 @@
+//! filluniquerandom's overwrites and fillanddeleteuniquerandom's disposable keys
+//! (`runner/fill_unique.rs`), checked against what the DB holds afterwards.
+
+use std::process::{Command, Output};
+
+fn run(db: &std::path::Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata-bench"));
+    cmd.arg(format!("--db={}", db.display())).args(args);
+    cmd.output().expect("run strata-bench")
+}
+
+/// The numbers of the message in parentheses on `name`'s result line.
+fn message_numbers(out: &str, name: &str) -> Vec<u64> {
+    let line = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name) && l.contains("micros/op"))
+        .unwrap_or_else(|| panic!("no {name} line in:\n{out}"));
+    let msg = line.split('(').nth(1).unwrap_or_else(|| panic!("no message: {line}"));
+    msg.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect()
+}
+
+/// Runs `fill` then readseq; returns the fill's message numbers and the keys readseq saw.
+fn fill_then_count(fill: &str, extra: &[&str]) -> (Vec<u64>, u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let benchmarks = format!("--benchmarks={fill},readseq");
+    let mut args = vec![benchmarks.as_str(), "--num=3000", "--seed=11"];
+    args.extend_from_slice(extra);
+    let o = run(&dir.path().join("db"), &args);
+    let (out, errs) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{errs}\n{out}");
+    let readseq = out.lines().find(|l| l.starts_with("readseq ")).expect("readseq line");
+    let keys = readseq
+        .split_whitespace()
+        .zip(readseq.split_whitespace().skip(1))
+        .find(|(_, w)| *w == "operations;")
+        .and_then(|(n, _)| n.parse().ok())
+        .expect("readseq's count");
+    (message_numbers(&out, fill), keys)
+}
+
+#[test]
+fn overwrites_leave_the_unique_keys() {
+    let (n, keys) = fill_then_count(
+        "filluniquerandom",
+        &["--overwrite_probability=0.4", "--overwrite_window_size=20"],
+    );
+    let (overwrites, unique) = (n[0], n[1]);
+    assert_eq!(overwrites + unique, 3000);
+    assert!((900..1500).contains(&overwrites), "about 40% overwrites: {n:?}");
+    assert_eq!(keys, unique, "every new key once, overwrites add none");
+    // Always overwriting: the first key is the only one.
+    let (n, keys) = fill_then_count("filluniquerandom", &["--overwrite_probability=1"]);
+    assert_eq!((n[0], n[1], keys), (2999, 1, 1));
+}
+
+#[test]
+fn disposable_keys_are_deleted_behind_the_persistent_ones() {
+    let sets = [
+        "--disposable_entries_batch_size=10",
+        "--persistent_entries_batch_size=5",
+        "--disposable_entries_value_size=30",
+        "--persistent_entries_value_size=7",
+    ];
+    let (n, keys) = fill_then_count("fillanddeleteuniquerandom", &sets);
+    let (put, deleted) = (n[0], n[1]);
+    assert_eq!(put + deleted, 3000, "every record is an operation: {n:?}");
+    // Each finished set leaves its 5 persistent keys: 25 operations a set.
+    assert_eq!(deleted, 3000 / 25 * 10, "{n:?}");
+    assert_eq!(keys, put - deleted, "the deleted keys are gone, the others all there");
+    // A delay longer than the run: nothing is deleted yet, and the sets' persistent places
+    // are kept free (1500 disposable keys take 2250 places of the 3000).
+    let mut late = sets.to_vec();
+    late.extend(["--disposable_entries_delete_delay=60000000", "--writes=1500"]);
+    let (n, keys) = fill_then_count("fillanddeleteuniquerandom", &late);
+    assert_eq!((n[0], n[1], keys), (1500, 0, 1500));
+}
+
+#[test]
+fn disposable_keys_only_in_the_unique_fills() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(
+        &dir.path().join("db"),
+        &["--benchmarks=fillrandom", "--disposable_entries_batch_size=4"],
+    );
+    let errs = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(errs.contains("fillrandom: --disposable_entries_batch_size=4 works only in"), "{errs}");
+    let o = run(
+        &dir.path().join("db"),
+        &[
+            "--benchmarks=filluniquerandom",
+            "--overwrite_probability=0.5",
+            "--overwrite_window_size=0",
+        ],
+    );
+    let errs = String::from_utf8_lossy(&o.stderr);
+    assert!(errs.contains("--overwrite_window_size=0"), "{errs}");
+}
