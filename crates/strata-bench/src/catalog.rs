@@ -168,6 +168,9 @@ pub enum Admin {
     Restore,
     /// Close and reopen the DB `--num / 10000` times (with a result line).
     Open,
+    /// Every block of the live files read and its checksum checked, on every thread (with a
+    /// result line).
+    VerifyChecksum,
     /// The rest run inline on the main thread and print their own text, no result line.
     CompactAll,
     /// Compact the files of the first non-empty level at or below `from` (0 or 1) into the
@@ -203,7 +206,14 @@ impl Workload {
         matches!(
             self,
             Workload::Admin(a)
-                if !matches!(a, Admin::Compact | Admin::Open | Admin::Backup | Admin::Restore)
+                if !matches!(
+                    a,
+                    Admin::Compact
+                        | Admin::Open
+                        | Admin::Backup
+                        | Admin::Restore
+                        | Admin::VerifyChecksum
+                )
         )
     }
 
@@ -525,6 +535,12 @@ pub const BENCHMARKS: &[Benchmark] = &[
     ),
     row("compactall", W::Admin(Admin::CompactAll), WRITE, "compacts the whole key range"),
     row(
+        "verifychecksum",
+        W::Admin(Admin::VerifyChecksum),
+        READ,
+        "reads every block of the live files, checking its checksum (timed)",
+    ),
+    row(
         "waitforcompaction",
         W::Admin(Admin::WaitForCompaction),
         READ,
@@ -577,7 +593,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "fillembeddedblob",
     "multiscan",
     "multiscanrandom",
-    "verifychecksum",
     "verifyfilechecksums",
 ];
 

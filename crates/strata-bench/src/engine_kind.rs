@@ -459,6 +459,7 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
     ("randomreplacekeys", "it holds a snapshot, and SQLite's one connection here keeps none"),
     ("approximatesizerandom", "SQLite has no approximate sizes of key ranges"),
     ("randomwithverify", "it reads at snapshots, and SQLite's one connection here keeps none"),
+    ("verifychecksum", "SQLite has no checksum verification of a live DB here"),
     ("backup", "SQLite has no backup engine here"),
     ("restore", "SQLite has no backup engine here"),
 ];
@@ -489,6 +490,7 @@ pub const LEVELDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("compact0", "LevelDB's API cannot compact chosen files"),
     ("compact1", "LevelDB's API cannot compact chosen files"),
     ("resetstats", "LevelDB cannot reset its statistics"),
+    ("verifychecksum", "LevelDB has no checksum verification of a live DB here"),
     ("backup", "LevelDB has no backup engine here"),
     ("restore", "LevelDB has no backup engine here"),
 ];
@@ -512,6 +514,7 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("randomreplacekeys", "it holds a snapshot, and Kyoto Cabinet has none"),
     ("approximatesizerandom", "Kyoto Cabinet has no approximate sizes of key ranges"),
     ("randomwithverify", "it reads at snapshots, and Kyoto Cabinet has none"),
+    ("verifychecksum", "Kyoto Cabinet has no checksum verification of a live DB here"),
     ("backup", "Kyoto Cabinet has no backup engine here"),
     ("restore", "Kyoto Cabinet has no backup engine here"),
 ];
@@ -537,6 +540,7 @@ pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
     ("sstables", "fjall exposes no table file listing"),
     ("resetstats", "fjall keeps no statistics to reset"),
     ("approximatesizerandom", "fjall has no approximate sizes of key ranges"),
+    ("verifychecksum", "fjall has no checksum verification of a live DB here"),
     ("backup", "fjall has no backup engine here"),
     ("restore", "fjall has no backup engine here"),
 ];
@@ -556,6 +560,7 @@ pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("sstables", "redb has no table files"),
     ("resetstats", "redb keeps no statistics to reset"),
     ("approximatesizerandom", "redb has no approximate sizes of key ranges"),
+    ("verifychecksum", "redb has no checksum verification of a live DB here"),
     ("backup", "redb has no backup engine here"),
     ("restore", "redb has no backup engine here"),
 ];

@@ -174,26 +174,7 @@ impl Table {
     /// Reads every data block, verifying its checksum, and checks that each block's entries
     /// are in order and end at or before the block's separator; returns the blocks read.
     pub fn verify(&self) -> Result<u64> {
-        let mut blocks = 0u64;
-        let mut previous: Option<Vec<u8>> = None;
-        for (separator, h) in self.reader.data_blocks()? {
-            for (k, _) in self.reader.data_block_entries(h)? {
-                let order = self.reader.order();
-                if previous.as_deref().is_some_and(|p| order.compare_internal(p, &k).is_ge()) {
-                    return Err(Error::corruption(&self.path, h.offset, "keys out of order"));
-                }
-                if order.compare_internal(&k, &separator).is_gt() {
-                    return Err(Error::corruption(
-                        &self.path,
-                        h.offset,
-                        "a key of the block sorts after its index separator",
-                    ));
-                }
-                previous = Some(k);
-            }
-            blocks += 1;
-        }
-        Ok(blocks)
+        self.reader.verify_blocks()
     }
 }
 

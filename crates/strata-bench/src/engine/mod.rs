@@ -326,6 +326,11 @@ pub trait Engine: Send + Sync {
     fn backup(&self, _dir: &std::path::Path) -> Result<()> {
         bail!("this engine has no backup engine")
     }
+    /// Reads every block of the DB's live files, checking their checksums (RocksDB's
+    /// `VerifyChecksum`).
+    fn verify_checksum(&self) -> Result<()> {
+        bail!("this engine has no checksum verification of a live DB")
+    }
     /// A snapshot of the DB now; an engine without snapshots says so, and the benchmarks that
     /// take one are refused on it (`crate::engine_kind`).
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {

@@ -622,6 +622,10 @@ impl Engine for RocksEngine {
         Ok(())
     }
 
+    fn verify_checksum(&self) -> Result<()> {
+        verify_checksum(&self.db)
+    }
+
     fn approximate_sizes(
         &self,
         ranges: &[u8],
@@ -852,6 +856,22 @@ fn count_found<V: AsRef<[u8]>>(
         }
     }
     Ok(found)
+}
+
+/// `DB::VerifyChecksum` through the C API (the `rocksdb` crate does not wrap it).
+fn verify_checksum(db: &DB) -> Result<()> {
+    use rocksdb::AsRawPtr;
+    let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
+    // SAFETY: `db` outlives the call; `err` is freed with `rocksdb_free`.
+    unsafe {
+        librocksdb_sys::rocksdb_verify_checksum(db.as_raw_ptr(), &mut err);
+        if !err.is_null() {
+            let msg = std::ffi::CStr::from_ptr(err).to_string_lossy().into_owned();
+            librocksdb_sys::rocksdb_free(err.cast());
+            bail!("VerifyChecksum: {msg}");
+        }
+    }
+    Ok(())
 }
 
 /// `DB::CompactFiles` through the C API (the `rocksdb` crate does not wrap it). Default

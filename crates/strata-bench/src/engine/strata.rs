@@ -631,6 +631,10 @@ impl Engine for StrataEngine {
         Ok(())
     }
 
+    fn verify_checksum(&self) -> Result<()> {
+        Ok(self.db.verify_checksum()?)
+    }
+
     fn approximate_sizes(
         &self,
         ranges: &[u8],

@@ -1,7 +1,7 @@
-//! DB maintenance and introspection: compact (timed, on every thread), open (timed reopen
-//! cycles) and the inline benchmarks compactall, flush, waitforcompaction, stats, levelstats,
-//! sstables, memstats, resetstats, which print their own text and no result line
-//! (`docs/db_bench.md` §5.8).
+//! DB maintenance and introspection: compact and verifychecksum (timed, on every thread),
+//! backup and restore, open (timed reopen cycles) and the inline benchmarks compactall,
+//! flush, waitforcompaction, stats, levelstats, sstables, memstats, resetstats, which print
+//! their own text and no result line (`docs/db_bench.md` §5.8).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -18,6 +18,7 @@ use crate::stats::{print_flush, OpType, Stats, Summary};
 pub(super) fn on_thread(kind: Admin, cx: &Ctx<'_>) -> Result<()> {
     match kind {
         Admin::Compact => cx.engine.compact_range().context("compact"),
+        Admin::VerifyChecksum => cx.engine.verify_checksum().context("VerifyChecksum() failed"),
         Admin::Backup => {
             let dir = std::path::Path::new(&cx.flags().backup_dir);
             cx.engine.backup(dir).with_context(|| format!("backup into {}", dir.display()))
@@ -140,7 +141,11 @@ impl Runner {
                 print_flush(&out);
             }
             Admin::ResetStats => engine.reset_stats().context("resetstats")?,
-            Admin::Compact | Admin::Open | Admin::Backup | Admin::Restore => {
+            Admin::Compact
+            | Admin::Open
+            | Admin::Backup
+            | Admin::Restore
+            | Admin::VerifyChecksum => {
                 unreachable!("{kind:?} is not an inline benchmark")
             }
         }

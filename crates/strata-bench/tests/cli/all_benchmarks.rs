@@ -222,6 +222,35 @@ fn readrandomfast_finds_the_keys_below_num() {
     assert!(beyond > 0 && beyond < 100, "24 of 1024 keys are beyond: {line}");
 }
 
+/// verifychecksum passes on an intact DB and fails the run, naming the file, on a flipped
+/// byte in a table.
+#[test]
+fn verifychecksum_finds_a_damaged_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = ["--num=5000", "--seed=4", "--write_buffer_size=65536"];
+    let o =
+        run(dir.path(), &[&["--benchmarks=fillrandom,flush,verifychecksum"], &args[..]].concat());
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    check_result_line(&out, "verifychecksum");
+    let table = std::fs::read_dir(dir.path().join("db"))
+        .expect("db dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table");
+    let mut bytes = std::fs::read(&table).expect("table");
+    bytes[100] ^= 0x40;
+    std::fs::write(&table, bytes).expect("write");
+    let o = run(
+        dir.path(),
+        &[&["--benchmarks=verifychecksum", "--use_existing_db=1"], &args[..]].concat(),
+    );
+    let (_, errs) = text(&o);
+    assert!(!o.status.success());
+    assert!(errs.contains("VerifyChecksum() failed"), "{errs}");
+    assert!(errs.contains(table.file_name().unwrap().to_str().unwrap()), "{errs}");
+}
+
 #[test]
 fn meta_benchmarks_succeed_or_say_why() {
     // resetstats needs an engine call Strata does not have: the run must fail with a clear

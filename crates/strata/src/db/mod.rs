@@ -58,6 +58,7 @@ mod snapshot_reads;
 mod timestamps;
 pub(crate) mod ts_iter;
 pub(crate) mod ttl;
+mod verify;
 mod wal_archive;
 pub(crate) mod wal_blob_refs;
 mod wal_updates;
