@@ -225,6 +225,11 @@ impl Config {
             ("value_size", f.value_size),
             ("readahead_size", f.readahead_size),
             ("disposable_entries_value_size", f.disposable_entries_value_size),
+            ("writes_per_range_tombstone", f.writes_per_range_tombstone),
+            ("seek_nexts_to_delete", f.seek_nexts_to_delete),
+            ("writes_before_delete_range", f.writes_before_delete_range),
+            ("range_tombstone_width", f.range_tombstone_width),
+            ("max_num_range_tombstones", f.max_num_range_tombstones),
             ("persistent_entries_value_size", f.persistent_entries_value_size),
         ] {
             if v < 0 {
@@ -303,6 +308,22 @@ impl Config {
         }
         if f.use_existing_keys {
             bail!("--use_existing_keys is not implemented by strata-bench yet");
+        }
+        if f.writes_per_range_tombstone > 0 {
+            if !f.expand_range_tombstones && !engine.has_range_deletion() {
+                bail!(
+                    "--writes_per_range_tombstone={}: engine {} has no range deletion (use \
+                     --expand_range_tombstones for point deletes)",
+                    f.writes_per_range_tombstone,
+                    engine.name()
+                );
+            }
+            if f.disposable_entries_batch_size > 0 {
+                bail!(
+                    "--writes_per_range_tombstone and --disposable_entries_batch_size: db_bench \
+                     takes one or the other"
+                );
+            }
         }
         let compression = Compression::parse(&f.compression_type)?;
         if !f.merge_operator.is_empty() && !MERGE_OPERATORS.contains(&f.merge_operator.as_str()) {

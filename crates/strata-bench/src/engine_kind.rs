@@ -96,6 +96,11 @@ impl EngineKind {
         }
     }
 
+    /// Whether the engine takes range deletions in a batch (`Batch::delete_range`).
+    pub fn has_range_deletion(self) -> bool {
+        matches!(self, EngineKind::Strata | EngineKind::RocksDb | EngineKind::Memory)
+    }
+
     /// The engine-class flags this engine honours (see [`crate::flags::Class`]).
     pub fn honoured_flags(self) -> &'static [&'static str] {
         match self {

@@ -159,6 +159,7 @@ impl Engine for FjallEngine {
                 BatchOp::Put => b.insert(&self.ks, k, v),
                 BatchOp::Delete => b.remove(&self.ks, k),
                 BatchOp::Merge => bail!("fjall has no merge operator"),
+                BatchOp::DeleteRange => bail!("fjall has no range deletion"),
             }
         }
         b.commit().context("fjall batch commit")

@@ -279,6 +279,7 @@ impl Engine for KyotoEngine {
                 unsafe { kcdbremovebulk(self.db.ptr(), keys.as_ptr(), keys.len(), 1) }
             }
             BatchOp::Merge => bail!("Kyoto Cabinet has no merge operator"),
+            BatchOp::DeleteRange => bail!("Kyoto Cabinet has no range deletion"),
         };
         if done < 0 {
             return Err(self.db.error("bulk write"));

@@ -546,6 +546,7 @@ impl Engine for LevelDbEngine {
                         leveldb_writebatch_delete(b.0.as_ptr(), k.as_ptr().cast(), k.len());
                     }
                     BatchOp::Merge => bail!("LevelDB has no merge operator"),
+                    BatchOp::DeleteRange => bail!("LevelDB has no range deletion"),
                 }
             }
         }

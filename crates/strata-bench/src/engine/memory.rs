@@ -76,6 +76,15 @@ impl MemoryEngine {
                 let new = kind.apply(m.get(key).map(Vec::as_slice), value);
                 m.insert(key.to_vec(), new);
             }
+            BatchOp::DeleteRange => {
+                if key < value {
+                    let doomed: Vec<Vec<u8>> =
+                        m.range(key.to_vec()..value.to_vec()).map(|(k, _)| k.clone()).collect();
+                    for k in doomed {
+                        m.remove(&k);
+                    }
+                }
+            }
         }
         Ok(())
     }

@@ -126,6 +126,8 @@ pub enum BatchOp {
     Put,
     Delete,
     Merge,
+    /// Keys from the entry's key (inclusive) to its value (exclusive) deleted.
+    DeleteRange,
 }
 
 /// A reusable write batch: entries live in one buffer, so clearing and refilling it does not
@@ -159,6 +161,12 @@ impl Batch {
 
     pub fn merge(&mut self, key: &[u8], value: &[u8]) {
         self.push(BatchOp::Merge, key, value);
+    }
+
+    /// Deletes `begin..end`; only the engines that `crate::engine_kind::has_range_deletion`
+    /// names take such a batch (the others fail the write saying so).
+    pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) {
+        self.push(BatchOp::DeleteRange, begin, end);
     }
 
     pub fn len(&self) -> usize {

@@ -124,6 +124,7 @@ impl Engine for RedbEngine {
                         t.remove(k)?;
                     }
                     BatchOp::Merge => bail!("redb has no merge operator"),
+                    BatchOp::DeleteRange => bail!("redb has no range deletion here"),
                 }
             }
         }

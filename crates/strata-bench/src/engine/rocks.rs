@@ -662,9 +662,11 @@ impl Engine for RocksEngine {
                 (BatchOp::Put, None) => b.put(k, v),
                 (BatchOp::Delete, None) => b.delete(k),
                 (BatchOp::Merge, None) => b.merge(k, v),
+                (BatchOp::DeleteRange, None) => b.delete_range(k, v),
                 (BatchOp::Put, Some(cf)) => b.put_cf(cf, k, v),
                 (BatchOp::Delete, Some(cf)) => b.delete_cf(cf, k),
                 (BatchOp::Merge, Some(cf)) => b.merge_cf(cf, k, v),
+                (BatchOp::DeleteRange, Some(cf)) => b.delete_range_cf(cf, k, v),
             }
         }
         Ok(self.db.write_opt(b, self.wo(*wo))?)

@@ -150,6 +150,9 @@ impl Engine for RocksTxnEngine {
                 BatchOp::Put => b.put(k, v),
                 BatchOp::Delete => b.delete(k),
                 BatchOp::Merge => b.merge(k, v),
+                BatchOp::DeleteRange => {
+                    bail!("RocksDB's transaction DB takes no range deletion in a batch")
+                }
             }
         }
         with_db!(self, db => Ok(db.write_opt(b, self.wo(*wo))?))

@@ -98,6 +98,7 @@ impl Engine for SqliteEngine {
                     BatchOp::Put => put.execute(params![k, v])?,
                     BatchOp::Delete => del.execute(params![k])?,
                     BatchOp::Merge => bail!("SQLite has no merge operator"),
+                    BatchOp::DeleteRange => bail!("SQLite has no range deletion here"),
                 };
             }
         }

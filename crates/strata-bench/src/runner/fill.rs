@@ -5,6 +5,7 @@
 use anyhow::{Context, Result};
 
 use super::op_loop::{Ctx, Step, Worker};
+use super::range_tombstones::RangeTombstones;
 use crate::engine::Batch;
 use crate::keys::{KeyGenerator, WriteMode};
 use crate::random::{MinStdRand0, Normal};
@@ -17,14 +18,22 @@ pub(super) fn put(mode: WriteMode, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<
         return super::fill_unique::put(cx, ts);
     }
     let (p, engine) = (cx.p, cx.engine);
-    let mut keys = KeyGenerator::new(mode, p.num, cx.cfg.seed_base as u32);
+    let mut ranges = RangeTombstones::new(cx.flags());
+    // As db_bench: the key space grows by the range deletions' first keys, drawn from it.
+    let space = p.num + RangeTombstones::max(cx.flags());
+    let mut keys = KeyGenerator::new(mode, space, cx.cfg.seed_base as u32);
     let mut gen = cx.values();
     let mut batch = Batch::default();
+    let mut written = 0u64;
+    let mut sine = cx.sine_write();
     if p.num != p.flags_num {
         ts.stats.add_message(&format!("({} ops)", p.num));
     }
     cx.ops(p.writes, p.batch, mode == WriteMode::Random).run(ts, |ts| {
-        let bytes = if p.batch == 1 {
+        if let Some(s) = sine.as_mut() {
+            cx.follow_sine(s);
+        }
+        let bytes = if p.batch == 1 && ranges.is_none() {
             p.key.encode(keys.next(&mut ts.rand), p.flags_num, &mut ts.key);
             let v = gen.generate();
             let n = (ts.key.len() + v.len()) as u64;
@@ -39,13 +48,21 @@ pub(super) fn put(mode: WriteMode, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<
                 let v = gen.generate();
                 n += (ts.key.len() + v.len()) as u64;
                 batch.put(&ts.key, v);
+                written += 1;
+                if let Some(r) = ranges.as_mut().filter(|r| r.due(written)) {
+                    r.add(keys.next(&mut ts.rand), &p.key, p.flags_num, &mut batch);
+                }
             }
             cx.throttle_write(ts, n);
             engine.write(&batch, &p.wo).context("put error")?;
             n
         };
         Ok(Step::Did(OpType::Write, bytes))
-    })
+    })?;
+    if let Some(r) = &ranges {
+        r.report();
+    }
+    Ok(())
 }
 
 /// `--deletes` deletes per thread in `--batch_size` batches; `--duration` bounds only random

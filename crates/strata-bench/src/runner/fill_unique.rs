@@ -152,7 +152,11 @@ pub(super) fn put(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let mut gen = cx.values();
     let mut batch = Batch::default();
     let mut written = 0u64;
+    let mut sine = cx.sine_write();
     cx.ops(p.writes, p.batch, false).run(ts, |ts| {
+        if let Some(s) = sine.as_mut() {
+            cx.follow_sine(s);
+        }
         batch.clear();
         let mut bytes = 0u64;
         for _ in 0..p.batch {

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::op_loop::{Ctx, Step, Worker};
+use super::range_tombstones::RangeTombstones;
 use super::{read, seek};
 use crate::catalog::{Mixed, Reader};
-use crate::engine::Bounds;
+use crate::engine::{Batch, Bounds};
 use crate::keys::random_read_key;
 use crate::mixgraph::{add_noise, sine_rate, Model, Query};
 use crate::rate_limiter::RateLimiter;
@@ -45,6 +46,8 @@ fn background_writer(merge: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<(
     let mut gen = cx.values();
     let mut written = 0u64;
     let mut hint_printed = false;
+    let mut ranges = RangeTombstones::new(f);
+    let mut deletion = Batch::default();
     cx.until_stopped().run(ts, |ts| {
         if f.finish_after_writes && written == p.writes {
             eprintln!("Exiting the writer after {written} writes...");
@@ -71,8 +74,17 @@ fn background_writer(merge: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<(
         if let Some(rl) = &limiter {
             rl.request(n);
         }
+        if let Some(r) = ranges.as_mut().filter(|r| r.due(written)) {
+            deletion.clear();
+            r.add(ts.rand.next_u64() % p.flags_num, &p.key, p.flags_num, &mut deletion);
+            engine.write(&deletion, &p.wo).context("deleterange error")?;
+        }
         Ok(Step::Did(OpType::Write, n))
-    })
+    })?;
+    if let Some(r) = &ranges {
+        r.report();
+    }
+    Ok(())
 }
 
 /// Thread 0 of readwhilescanning (db_bench's `BGScan`): one iterator, made once, stepped

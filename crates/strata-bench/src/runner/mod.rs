@@ -24,6 +24,7 @@ mod micro;
 mod mixed;
 mod op_loop;
 mod plan;
+mod range_tombstones;
 mod read;
 mod seek;
 mod transaction;

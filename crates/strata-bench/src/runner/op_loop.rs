@@ -134,12 +134,47 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// With `--sine_write_rate` and a write limiter, the clock of a fill writer that follows
+    /// the sine.
+    pub fn sine_write(&self) -> Option<SineWrite> {
+        let f = self.flags();
+        (f.sine_write_rate && self.shared.write_limiter.is_some()).then(|| {
+            let now = Instant::now();
+            SineWrite {
+                start: now,
+                last: now,
+                every: Duration::from_millis(f.sine_write_rate_interval_milliseconds),
+            }
+        })
+    }
+
+    /// After a batch: once `--sine_write_rate_interval_milliseconds` have passed since the
+    /// last change, the write limiter's rate becomes the sine's value at the seconds since the
+    /// writer started (db_bench's `DoWrite`; every writer changes the one shared limiter).
+    pub fn follow_sine(&self, s: &mut SineWrite) {
+        let now = Instant::now();
+        if now.duration_since(s.last) > s.every {
+            s.last = now;
+            let t = now.duration_since(s.start).as_secs_f64();
+            if let Some(rl) = &self.shared.write_limiter {
+                rl.set_rate(crate::mixgraph::sine_rate(self.flags(), t));
+            }
+        }
+    }
+
     /// Waits for `--benchmark_write_rate_limit` to allow `bytes`, counted in the latency.
     pub fn throttle_write_in_op(&self, bytes: u64) {
         if let Some(rl) = &self.shared.write_limiter {
             rl.request(bytes);
         }
     }
+}
+
+/// A fill writer's sine clock ([`Ctx::sine_write`]).
+pub(super) struct SineWrite {
+    start: Instant,
+    last: Instant,
+    every: Duration,
 }
 
 /// When a loop ends.
@@ -379,6 +414,11 @@ impl Runner {
             // mixgraph's sine starts both limiters at db_bench's 1,000,000 a second.
             write_limiter: if p.sine_mix {
                 Some(RateLimiter::new(SINE_START_RATE))
+            } else if f.sine_write_rate {
+                // db_bench: the write rate limit becomes the sine's value at 0 (none if that
+                // is not positive); the fill writers then follow the sine (`SineWrite`).
+                let rate = crate::mixgraph::sine_rate(f, 0.0);
+                (rate >= 1.0).then(|| RateLimiter::new(rate as u64))
             } else {
                 (f.benchmark_write_rate_limit > 0)
                     .then(|| RateLimiter::new(f.benchmark_write_rate_limit))

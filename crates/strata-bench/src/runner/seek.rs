@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use super::fill;
 use super::op_loop::{Ctx, Step, Worker};
 use crate::catalog::Seek;
-use crate::engine::{Bounds, EngineIter};
+use crate::engine::{Bounds, EngineIter, WriteOpts};
 use crate::keys::WriteMode;
 use crate::stats::OpType;
 
@@ -73,10 +73,13 @@ fn show(key: &[u8]) -> String {
 
 /// `--reads` seeks to random keys per thread, each followed by up to `--seek_nexts` steps
 /// (backward with `--reverse_iterator`), bounded `--max_scan_distance` keys from the seek key;
-/// a new iterator per seek unless `--use_tailing_iterator`. Message: `(found of read found)`.
+/// a new iterator per seek unless `--use_tailing_iterator`, then `--seek_nexts_to_delete`
+/// further keys deleted. Message: `(found of read found)`.
 pub(super) fn seek_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let (p, f, engine) = (cx.p, cx.flags(), cx.engine);
     let nexts = f.seek_nexts as u64;
+    // Checked non-negative in `crate::config`.
+    let to_delete = f.seek_nexts_to_delete as u64;
     let reverse = f.reverse_iterator;
     let distance = f.max_scan_distance as u64;
     let mut bound = Vec::with_capacity(p.key.key_size);
@@ -123,6 +126,18 @@ pub(super) fn seek_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
             let n = v.len().min(value_buf.len());
             value_buf[..n].copy_from_slice(&v[..n]);
             bytes += (it.key().len() + v.len()) as u64;
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+            j += 1;
+        }
+        // `--seek_nexts_to_delete`: the keys after the scan deleted, one by one in the scan's
+        // direction, with default write options as db_bench's (a run of point tombstones).
+        let mut j = 0;
+        while j < to_delete && it.valid() {
+            engine.delete(it.key(), &WriteOpts::default()).context("delete error")?;
             if reverse {
                 it.prev();
             } else {

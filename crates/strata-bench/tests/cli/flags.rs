@@ -315,9 +315,11 @@ fn memtablerep_selects_strata_s_memtable_and_refuses_the_hash_ones() {
 /// are noted; the options Strata has are applied without a note.
 #[test]
 fn db_bench_flags_are_refused_noted_or_applied() {
-    let e = err(&["--seek_nexts_to_delete=2", "--sine_write_rate", "--num=10"]);
+    let e = err(&["--trace_file=/tmp/t", "--fault_injection_read_after_reads=9", "--num=10"]);
     assert!(
-        e.contains("does not implement --seek_nexts_to_delete=2 --sine_write_rate=true yet"),
+        e.contains(
+            "does not implement --fault_injection_read_after_reads=9 --trace_file=/tmp/t yet"
+        ),
         "{e}"
     );
     let c = Config::from_args(&["--range_tombstone_width=10", "--expand_range_tombstones"])

@@ -7,6 +7,7 @@
 mod all_benchmarks;
 mod cache_script;
 mod catalog;
+mod deletes_among_writes;
 mod flags;
 mod num_column_families;
 mod peers;
