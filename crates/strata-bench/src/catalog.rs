@@ -185,6 +185,8 @@ pub enum Admin {
     SsTables,
     MemStats,
     ResetStats,
+    /// db_bench's `verify`: the DB against the one in `--truth_db`, opened read-only.
+    Verify,
 }
 
 impl Workload {
@@ -556,6 +558,12 @@ pub const BENCHMARKS: &[Benchmark] = &[
     ),
     row("stats", W::Admin(Admin::Stats), READ, "prints the engine's compaction and DB stats"),
     row("resetstats", W::Admin(Admin::ResetStats), READ, "resets the engine's statistics"),
+    row(
+        "verify",
+        W::Admin(Admin::Verify),
+        READ,
+        "checks that the DB holds exactly the keys and values of --truth_db (opened read-only)",
+    ),
     row("open", W::Admin(Admin::Open), READ, "closes and reopens the DB --num/10000 times"),
     row(
         "randomtransaction",
@@ -576,7 +584,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "cache_report_problems",
     "stats_history",
     "heapprofile",
-    "verify",
     "replay",
     "getmergeoperands",
     "readrandomoperands",

@@ -138,6 +138,7 @@ impl EngineKind {
 /// Engine-class flags Strata applies (`engine/strata.rs`, `build_options`).
 pub const STRATA_HONOURED_FLAGS: &[&str] = &[
     "options_file",
+    "readonly",
     "readahead_size",
     "total_order_seek",
     "prefix_same_as_start",

@@ -418,7 +418,13 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
     let descriptors: Vec<ColumnFamilyDescriptor> =
         names.iter().map(|name| ColumnFamilyDescriptor::new(name, opts.clone())).collect();
     let f = &cfg.flags;
-    let db = if f.transaction_db {
+    let db = if f.readonly {
+        if f.transaction_db || f.optimistic_transaction_db {
+            bail!("--readonly with a transaction DB: a read-only DB takes no transactions");
+        }
+        // As RocksDB's OpenForReadOnly: the families named must exist, nothing is written.
+        Handle::Plain(Db::open_cf_descriptors_read_only(&opts, &cfg.db, descriptors, false)?)
+    } else if f.transaction_db {
         let mut t = TransactionOptions::new();
         // As db_bench's inserter: every transaction reads at a snapshot taken as it begins.
         t.set_snapshot(true);

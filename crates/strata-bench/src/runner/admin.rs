@@ -6,12 +6,12 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::op_loop::Ctx;
 use super::Runner;
 use crate::catalog::Admin;
-use crate::engine::{Engine, LiveFile};
+use crate::engine::{Bounds, Engine, LiveFile, ReadOpts};
 use crate::stats::{print_flush, OpType, Stats, Summary};
 
 /// The work of one thread of a threaded admin benchmark.
@@ -73,6 +73,66 @@ fn compact_level(engine: &dyn Engine, from: usize) -> Result<()> {
     if let Err(e) = engine.compact_files(&plan.names, to) {
         print_flush(&format!("compact{from} CompactFiles failed: {e:#}\n"));
     }
+    Ok(())
+}
+
+/// db_bench's `VerifyDBFromDB`: opens the DB in `--truth_db` read-only with the run's engine
+/// and options, gets every key of it from the run's DB (same value), then walks both DBs side
+/// by side (no extra or missing key). The first difference fails the run naming the key and
+/// both sides (db_bench only asserts, in debug builds).
+fn verify_from_truth(cfg: &crate::config::Config, engine: &dyn Engine) -> Result<()> {
+    let truth_dir = std::path::PathBuf::from(&cfg.flags.truth_db);
+    let mut truth_cfg = cfg.clone();
+    truth_cfg.db = truth_dir.clone();
+    truth_cfg.flags.readonly = true;
+    truth_cfg.use_existing_db = true;
+    let truth = cfg
+        .engine
+        .open(&truth_cfg)
+        .with_context(|| format!("open error: --truth_db={}", truth_dir.display()))?;
+    let ro = ReadOpts { total_order_seek: true, ..ReadOpts::default() };
+    // Keys and values as escaped bytes, a long one cut after 40.
+    let show = |b: &[u8]| {
+        let cut = if b.len() > 40 { "..." } else { "" };
+        format!("\"{}{cut}\" ({} bytes)", b[..b.len().min(40)].escape_ascii(), b.len())
+    };
+    eprintln!("Verifying db >= truth_db with ::Get...");
+    let mut it = truth.new_iterator(&ro, Bounds::default())?;
+    it.seek_to_first();
+    let mut value = Vec::new();
+    while it.valid() {
+        let found = engine.get(it.key(), &ro, &mut value).context("get error")?;
+        if !found || value != it.value() {
+            bail!(
+                "verify: key {} holds {} in --truth_db and {} in the DB",
+                show(it.key()),
+                show(it.value()),
+                if found { show(&value) } else { "nothing".into() }
+            );
+        }
+        it.next();
+    }
+    it.status().context("iterator error (--truth_db)")?;
+    eprintln!("Verifying db == truth_db...");
+    let mut ours = engine.new_iterator(&ro, Bounds::default())?;
+    ours.seek_to_first();
+    it.seek_to_first();
+    while ours.valid() {
+        if !it.valid() || it.key() != ours.key() || it.value() != ours.value() {
+            bail!(
+                "verify: the DB holds key {} where --truth_db holds {}",
+                show(ours.key()),
+                if it.valid() { format!("key {}", show(it.key())) } else { "no more".into() }
+            );
+        }
+        ours.next();
+        it.next();
+    }
+    ours.status().context("iterator error")?;
+    if it.valid() {
+        bail!("verify: --truth_db holds key {} past the DB's last", show(it.key()));
+    }
+    eprintln!("...Verified");
     Ok(())
 }
 
@@ -141,6 +201,7 @@ impl Runner {
                 print_flush(&out);
             }
             Admin::ResetStats => engine.reset_stats().context("resetstats")?,
+            Admin::Verify => verify_from_truth(&self.cfg, engine)?,
             Admin::Compact
             | Admin::Open
             | Admin::Backup

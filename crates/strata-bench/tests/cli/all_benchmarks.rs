@@ -114,12 +114,15 @@ fn every_benchmark_runs_and_parses() {
     let benchmarks = format!("--benchmarks={}", list.join(","));
     let backup_dir = format!("--backup_dir={}", dir.path().join("backup").display());
     let restore_dir = format!("--restore_dir={}", dir.path().join("restored").display());
+    // verify compares the DB with itself, opened a second time read-only.
+    let truth_db = format!("--truth_db={}", dir.path().join("db").display());
     let o = run(
         dir.path(),
         &[
             &benchmarks,
             &backup_dir,
             &restore_dir,
+            &truth_db,
             "--num=3000",
             "--writes=300",
             "--seek_nexts=3",
@@ -249,6 +252,32 @@ fn verifychecksum_finds_a_damaged_table() {
     assert!(!o.status.success());
     assert!(errs.contains("VerifyChecksum() failed"), "{errs}");
     assert!(errs.contains(table.file_name().unwrap().to_str().unwrap()), "{errs}");
+}
+
+/// verify: a DB written as the truth DB was verifies; one that differs fails the run naming
+/// the first key that differs; a truth DB that is not there is an open error naming it.
+#[test]
+fn verify_against_a_truth_db() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let truth = dir.path().join("truth");
+    let o = run(&truth, &["--benchmarks=fillseq", "--num=2000", "--seed=1"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let truth_db = format!("--truth_db={}", truth.join("db").display());
+    let o = run(dir.path(), &["--benchmarks=fillseq,verify", "--num=2000", &truth_db]);
+    let (_, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    assert!(errs.contains("Verifying db == truth_db...\n...Verified\n"), "{errs}");
+    let o =
+        run(dir.path(), &["--benchmarks=deleteseq,verify", "--num=2000", "--deletes=1", &truth_db]);
+    let (_, errs) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        errs.contains("verify: key \"\\x00") && errs.contains("and nothing in the DB"),
+        "{errs}"
+    );
+    let o = run(dir.path(), &["--benchmarks=verify", "--truth_db=/nonexistent/truth"]);
+    let (_, errs) = text(&o);
+    assert!(errs.contains("open error: --truth_db=/nonexistent/truth"), "{errs}");
 }
 
 #[test]

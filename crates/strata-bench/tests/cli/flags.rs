@@ -128,9 +128,11 @@ fn validation() {
         assert!(e.contains("--features leveldb") && e.contains("bench/setup-peers.sh"), "{e}");
     }
     assert!(err(&["--readwritepercent=101"]).contains("percentage"));
-    // --readonly implies --use_existing_db (rejected by strata, which cannot open read-only).
-    let e = err(&["--readonly"]);
-    assert!(e.contains("engine strata cannot honour --readonly=true"), "{e}");
+    // --readonly implies --use_existing_db; the memory engine has no read-only open.
+    let c = Config::from_args(&["--readonly"]).expect("strata opens read-only");
+    assert!(c.use_existing_db);
+    let e = err(&["--engine=memory", "--readonly"]);
+    assert!(e.contains("engine memory cannot honour --readonly=true"), "{e}");
 }
 
 #[test]
