@@ -120,6 +120,9 @@ pub enum Mixed {
     /// db_bench's `randomwithverify`: gets, puts and deletes of key triples, each triple
     /// written in one batch and read at one snapshot, its three values checked equal.
     RandomWithVerify,
+    /// db_bench's `timeseries`: thread 0 writes time series entries (its own result line),
+    /// the others read or delete expired ones by id until it is done (`runner/timeseries.rs`).
+    TimeSeries,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -450,6 +453,13 @@ pub const BENCHMARKS: &[Benchmark] = &[
         WRITE,
         "gets and puts of random keys, --readwritepercent of them gets",
     ),
+    fresh(row(
+        "timeseries",
+        W::Mixed(Mixed::TimeSeries),
+        WRITE,
+        "thread 0 writes time series entries (its own line), the other threads read or delete \
+         expired ones by id until it is done (--key_id_range, --time_range, --expire_style)",
+    )),
     row(
         "randomwithverify",
         W::Mixed(Mixed::RandomWithVerify),
@@ -587,7 +597,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "replay",
     "getmergeoperands",
     "readrandomoperands",
-    "timeseries",
     "approximatememtablestats",
     "ingestexternalfile",
     "openandcompact",

@@ -143,6 +143,10 @@ pub struct Config {
     /// Notes for the user (RocksDB-only flags that have no effect on this engine), printed on
     /// stderr before the run.
     pub notes: Vec<String>,
+    /// The write counter of the latest `timeseries` (`crate::runner::timeseries`), set by
+    /// the runner when one starts; with `--expire_style=compaction_filter` the engines open
+    /// the DB with a compaction filter dropping the entries it says are expired.
+    pub time_series_clock: Option<crate::runner::timeseries::Clock>,
 }
 
 fn default_db_dir() -> PathBuf {
@@ -309,6 +313,26 @@ impl Config {
         if f.use_existing_keys {
             bail!("--use_existing_keys is not implemented by strata-bench yet");
         }
+        if benchmarks_named(f, "timeseries") {
+            if !matches!(f.expire_style.as_str(), "none" | "compaction_filter" | "delete") {
+                bail!("--expire_style={}: none, compaction_filter or delete", f.expire_style);
+            }
+            if f.expire_style == "compaction_filter" && !engine.has_compaction_filter() {
+                bail!(
+                    "--expire_style=compaction_filter: engine {} has no compaction filter",
+                    engine.name()
+                );
+            }
+            if f.key_id_range < 1 || f.key_size < 8 || f.num_deletion_threads < 0 {
+                bail!(
+                    "timeseries: --key_id_range={} must be at least 1, --key_size={} at least 8 \
+                     (an id, then the timestamp) and --num_deletion_threads={} not negative",
+                    f.key_id_range,
+                    f.key_size,
+                    f.num_deletion_threads
+                );
+            }
+        }
         if f.writes_per_range_tombstone > 0 {
             if !f.expand_range_tombstones && !engine.has_range_deletion() {
                 bail!(
@@ -413,6 +437,7 @@ impl Config {
             stats_interval,
             use_existing_db,
             notes,
+            time_series_clock: None,
         })
     }
 
@@ -421,6 +446,11 @@ impl Config {
         let parsed = flags::parse(args)?;
         Config::from_parsed(parsed)
     }
+}
+
+/// Whether `--benchmarks` names `name` (with or without a repeat suffix).
+fn benchmarks_named(f: &Flags, name: &str) -> bool {
+    f.benchmarks.split(',').any(|b| b.trim().split('[').next() == Some(name))
 }
 
 /// db_bench's checks of filluniquerandom's variants (`runner/fill_unique.rs`): disposable

@@ -96,6 +96,12 @@ impl EngineKind {
         }
     }
 
+    /// Whether the engine can open a DB with a compaction filter (timeseries'
+    /// `--expire_style=compaction_filter`).
+    pub fn has_compaction_filter(self) -> bool {
+        matches!(self, EngineKind::Strata | EngineKind::RocksDb)
+    }
+
     /// Whether the engine takes range deletions in a batch (`Batch::delete_range`).
     pub fn has_range_deletion(self) -> bool {
         matches!(self, EngineKind::Strata | EngineKind::RocksDb | EngineKind::Memory)

@@ -277,6 +277,16 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     if f.max_successive_merges > 0 {
         o.set_max_successive_merges(f.max_successive_merges as usize);
     }
+    if let Some(expired) = super::expired_time_filter(cfg) {
+        use rocksdb::compaction_filter::Decision;
+        o.set_compaction_filter("ExpiredTimeFilter", move |_level: u32, key: &[u8], _: &[u8]| {
+            if expired(key) {
+                Decision::Remove
+            } else {
+                Decision::Keep
+            }
+        });
+    }
     o.set_compaction_readahead_size(usize::try_from(f.compaction_readahead_size)?);
     set_rate_limiter(f, &mut o);
     set_thread_pools(f, &mut o)?;

@@ -286,6 +286,15 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
             strata::env::RateLimiter::new(f.rate_limiter_bytes_per_sec)
         })
     });
+    if let Some(expired) = super::expired_time_filter(cfg) {
+        o.set_compaction_filter("ExpiredTimeFilter", move |_level: u32, key: &[u8], _: &[u8]| {
+            if expired(key) {
+                strata::Decision::Remove
+            } else {
+                strata::Decision::Keep
+            }
+        });
+    }
     if !f.merge_operator.is_empty() {
         let op =
             strata::merge_operator::builtin_merge_operator(&f.merge_operator).ok_or_else(|| {

@@ -83,7 +83,7 @@ fn compact_level(engine: &dyn Engine, from: usize) -> Result<()> {
 fn verify_from_truth(cfg: &crate::config::Config, engine: &dyn Engine) -> Result<()> {
     let truth_dir = std::path::PathBuf::from(&cfg.flags.truth_db);
     let mut truth_cfg = cfg.clone();
-    truth_cfg.db = truth_dir.clone();
+    truth_cfg.db.clone_from(&truth_dir);
     truth_cfg.flags.readonly = true;
     truth_cfg.use_existing_db = true;
     let truth = cfg

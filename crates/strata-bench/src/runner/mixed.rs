@@ -31,6 +31,7 @@ pub(super) fn run(kind: Mixed, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> 
         Mixed::ReadRandomWriteRandom => read_random_write_random(cx, ts),
         Mixed::MixGraph => mix_graph(cx, ts),
         Mixed::RandomWithVerify => random_with_verify(cx, ts),
+        Mixed::TimeSeries => super::timeseries::run(cx, ts),
     }
 }
 

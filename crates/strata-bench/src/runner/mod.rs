@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::catalog::{Admin, Fill, Workload};
+use crate::catalog::{Admin, Fill, Mixed, Workload};
 use crate::config::{BenchSpec, Config};
 use crate::engine::Engine;
 use crate::header;
@@ -27,6 +27,7 @@ mod plan;
 mod range_tombstones;
 mod read;
 mod seek;
+pub mod timeseries;
 mod transaction;
 
 pub use plan::Params;
@@ -125,6 +126,15 @@ impl Runner {
             if self.cfg.use_existing_db {
                 print_flush(&format!("{name:<12} : skipped (--use_existing_db is true)\n"));
                 return Ok(());
+            }
+            if plan.bench.workload == Workload::Mixed(Mixed::TimeSeries) {
+                // A new write counter for each timeseries, which the DB opened for it (and
+                // every later one of the run) filters by with --expire_style=compaction_filter,
+                // as db_bench's open options keep the filter.
+                self.cfg.time_series_clock = Some(std::sync::Arc::default());
+                if self.cfg.flags.expire_style == "compaction_filter" {
+                    print_flush("Compaction filter is used to remove expired data");
+                }
             }
             self.reopen_fresh()?;
         }

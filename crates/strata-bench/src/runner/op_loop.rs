@@ -44,6 +44,11 @@ impl Shared {
     }
 
     /// The write limiter (`--benchmark_write_rate_limit`, or mixgraph's sine).
+    /// Whether a thread of the run has finished (timeseries' readers stop with its writer).
+    pub(super) fn any_done(&self) -> bool {
+        self.num_done.load(Ordering::Acquire) >= 1
+    }
+
     pub(super) fn write_limiter(&self) -> Option<&RateLimiter> {
         self.write_limiter.as_ref()
     }
@@ -192,6 +197,9 @@ enum Stop {
 pub(super) enum Step {
     /// `per_step` operations of this kind, which moved this many bytes (for MB/s).
     Did(OpType, u64),
+    /// This many operations of this kind (none: the step's time goes to the next one that
+    /// counts, as db_bench's latency between two `FinishedOps`), which moved this many bytes.
+    DidN(OpType, u64, u64),
     /// Nothing; the loop ends.
     Stop,
 }
@@ -251,7 +259,11 @@ impl OpLoop<'_> {
             if stop_now {
                 break;
             }
-            let Step::Did(op, n) = step(ts)? else { break };
+            let (op, ops, n) = match step(ts)? {
+                Step::Did(op, n) => (op, self.counted, n),
+                Step::DidN(op, ops, n) => (op, ops, n),
+                Step::Stop => break,
+            };
             bytes += n;
             steps += 1;
             if let Some((rl, every)) = self.read_limiter {
@@ -259,7 +271,9 @@ impl OpLoop<'_> {
                     rl.request(every);
                 }
             }
-            ts.stats.finished_ops(self.counted, op);
+            if ops > 0 {
+                ts.stats.finished_ops(ops, op);
+            }
             if steps.is_multiple_of(1000) && cpu_deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }

@@ -24,6 +24,8 @@ fn check_result_line(out: &str, name: &str) {
     let lines: Vec<&str> = out
         .lines()
         .filter(|l| l.split_whitespace().next() == Some(name) && l.contains("micros/op"))
+        // timeseries' writer reports apart as `timeseries write`.
+        .filter(|l| l.split_whitespace().nth(1) == Some(":"))
         .collect();
     assert!(!lines.is_empty(), "no result line for {name} in:\n{out}");
     for l in lines {

@@ -107,3 +107,42 @@ fn a_sine_write_rate_limits_the_fill() {
     assert!(o.status.success(), "{errs}");
     assert!(operations(&out, "fillrandom") < 1000, "{out}");
 }
+
+/// timeseries: the writer's entries all land (distinct id and timestamp); with
+/// `--expire_style=compaction_filter` a compaction drops those older than `--time_range`
+/// writes; the readers run until the writer is done and report their seeks.
+#[test]
+fn timeseries_writes_and_its_compaction_filter_expires() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let common = ["--writes=5000", "--key_id_range=50", "--time_range=1000", "--key_size=16"];
+    let (o, out, errs) = run(
+        &db,
+        &[&["--benchmarks=timeseries", "--threads=2", "--num=5000"], &common[..]].concat(),
+    );
+    assert!(o.status.success(), "{errs}");
+    assert!(out.contains("timeseries write : "), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("timeseries ") && l.contains(" found)")), "{out}");
+    let (o, out, errs) = run(&db, &["--benchmarks=readseq", "--num=5000", "--use_existing_db=1"]);
+    assert!(o.status.success(), "{errs}");
+    assert_eq!(operations(&out, "readseq"), 5000, "{out}");
+    let (o, out, errs) = run(
+        &db,
+        &[
+            &["--benchmarks=timeseries,compactall,readseq", "--num=5000"],
+            &common[..],
+            &["--expire_style=compaction_filter"],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{errs}");
+    assert!(out.contains("Compaction filter is used to remove expired data"), "{out}");
+    let left = operations(&out, "readseq");
+    assert!((1000..=1001).contains(&left), "the last 1001 timestamps stay: {left}\n{out}");
+    let (o, _, errs) = run(
+        &db,
+        &["--engine=memory", "--benchmarks=timeseries", "--expire_style=compaction_filter"],
+    );
+    assert!(!o.status.success());
+    assert!(errs.contains("engine memory has no compaction filter"), "{errs}");
+}
