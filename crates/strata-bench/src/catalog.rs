@@ -65,6 +65,9 @@ pub enum Fill {
     /// db_bench's `randomreplacekeys`: `--numdistinct` keys put, a snapshot held, then each
     /// operation (single-)deletes one of them and puts its successor in its slot.
     ReplaceKeys,
+    /// db_bench's `ingestexternalfile`: batches of table files, each of keys 0..`--num`,
+    /// written and ingested (one operation per batch).
+    Ingest,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,6 +346,16 @@ pub const BENCHMARKS: &[Benchmark] = &[
         &[Tweak::OneThreadWithNote],
     )),
     row("overwrite", PUT_RANDOM, WRITE, "puts random keys into the existing DB"),
+    tweaked(
+        row(
+            "ingestexternalfile",
+            W::Fill(Fill::Ingest),
+            WRITE,
+            "writes --ingest_external_file_batch_size table files of keys 0..--num and ingests \
+             them in one call, --ingest_external_file_num_batches times (one thread)",
+        ),
+        &[Tweak::OneThreadWithNote],
+    ),
     fresh(tweaked(
         row("fillsync", PUT_RANDOM, WRITE, "synced puts of random keys from --num/1000"),
         &[Tweak::KeyRangeDiv1000, Tweak::Sync],
@@ -598,7 +611,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "getmergeoperands",
     "readrandomoperands",
     "approximatememtablestats",
-    "ingestexternalfile",
     "openandcompact",
     "readtorowcache",
     "readrandomcoroutine",

@@ -333,6 +333,25 @@ impl Config {
                 );
             }
         }
+        if benchmarks_named(f, "ingestexternalfile") {
+            let unreachable: Vec<String> = [
+                "ingest_external_file_file_opening_threads",
+                "ingest_external_file_fill_cache",
+                "ingest_external_file_prefetch_lmax_index_and_filter_blocks",
+                "ingest_external_file_use_file_info",
+            ]
+            .iter()
+            .filter(|n| !f.is_default(n))
+            .map(|n| format!("--{n}={}", f.value_text(n).unwrap_or_default()))
+            .collect();
+            if !unreachable.is_empty() {
+                bail!(
+                    "ingestexternalfile: {} not applied: the engines' ingestion options as \
+                     reached here have none of them (run with their defaults)",
+                    unreachable.join(" ")
+                );
+            }
+        }
         if f.writes_per_range_tombstone > 0 {
             if !f.expand_range_tombstones && !engine.has_range_deletion() {
                 bail!(

@@ -472,6 +472,7 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
     ("approximatesizerandom", "SQLite has no approximate sizes of key ranges"),
     ("randomwithverify", "it reads at snapshots, and SQLite's one connection here keeps none"),
     ("verifychecksum", "SQLite has no checksum verification of a live DB here"),
+    ("ingestexternalfile", "SQLite has no external table files to ingest"),
     ("backup", "SQLite has no backup engine here"),
     ("restore", "SQLite has no backup engine here"),
 ];
@@ -503,6 +504,7 @@ pub const LEVELDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("compact1", "LevelDB's API cannot compact chosen files"),
     ("resetstats", "LevelDB cannot reset its statistics"),
     ("verifychecksum", "LevelDB has no checksum verification of a live DB here"),
+    ("ingestexternalfile", "LevelDB has no external table files to ingest"),
     ("backup", "LevelDB has no backup engine here"),
     ("restore", "LevelDB has no backup engine here"),
 ];
@@ -527,6 +529,7 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("approximatesizerandom", "Kyoto Cabinet has no approximate sizes of key ranges"),
     ("randomwithverify", "it reads at snapshots, and Kyoto Cabinet has none"),
     ("verifychecksum", "Kyoto Cabinet has no checksum verification of a live DB here"),
+    ("ingestexternalfile", "Kyoto Cabinet has no external table files to ingest"),
     ("backup", "Kyoto Cabinet has no backup engine here"),
     ("restore", "Kyoto Cabinet has no backup engine here"),
 ];
@@ -553,6 +556,7 @@ pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
     ("resetstats", "fjall keeps no statistics to reset"),
     ("approximatesizerandom", "fjall has no approximate sizes of key ranges"),
     ("verifychecksum", "fjall has no checksum verification of a live DB here"),
+    ("ingestexternalfile", "fjall has no external table files to ingest"),
     ("backup", "fjall has no backup engine here"),
     ("restore", "fjall has no backup engine here"),
 ];
@@ -573,6 +577,7 @@ pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("resetstats", "redb keeps no statistics to reset"),
     ("approximatesizerandom", "redb has no approximate sizes of key ranges"),
     ("verifychecksum", "redb has no checksum verification of a live DB here"),
+    ("ingestexternalfile", "redb has no external table files to ingest"),
     ("backup", "redb has no backup engine here"),
     ("restore", "redb has no backup engine here"),
 ];

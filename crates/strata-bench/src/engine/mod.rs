@@ -98,6 +98,9 @@ pub(crate) fn expired_time_filter(cfg: &Config) -> Option<impl Fn(&[u8]) -> bool
     })
 }
 
+/// What fills a table file ([`Engine::write_table_file`]): called once with the file's put.
+pub type FillTable<'a> = dyn FnMut(&mut dyn FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> + 'a;
+
 /// Options of one read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadOpts {
@@ -345,6 +348,17 @@ pub trait Engine: Send + Sync {
     /// there is deleted (db_bench's `destroy_old_data`); checks that `dir` then holds one.
     fn backup(&self, _dir: &std::path::Path) -> Result<()> {
         bail!("this engine has no backup engine")
+    }
+    /// Writes a table file at `path` in the DB's table format and options (RocksDB's
+    /// `SstFileWriter` with the DB's options), for [`Engine::ingest_files`]: `fill` puts the
+    /// entries, keys ascending, through the function it is given.
+    fn write_table_file(&self, _path: &std::path::Path, _fill: &mut FillTable<'_>) -> Result<()> {
+        bail!("this engine has no external table files")
+    }
+    /// Ingests the table files at `paths` into the DB, moving (linking) them rather than
+    /// copying (RocksDB's `IngestExternalFile` with `move_files`); they may overlap.
+    fn ingest_files(&self, _paths: &[std::path::PathBuf]) -> Result<()> {
+        bail!("this engine has no external table files")
     }
     /// Reads every block of the DB's live files, checking their checksums (RocksDB's
     /// `VerifyChecksum`).

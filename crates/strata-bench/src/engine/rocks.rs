@@ -636,6 +636,23 @@ impl Engine for RocksEngine {
         verify_checksum(&self.db)
     }
 
+    fn write_table_file(
+        &self,
+        path: &std::path::Path,
+        fill: &mut super::FillTable<'_>,
+    ) -> Result<()> {
+        let mut w = rocksdb::SstFileWriter::create(&self.opts);
+        w.open(path)?;
+        fill(&mut |k, v| Ok(w.put(k, v)?))?;
+        Ok(w.finish()?)
+    }
+
+    fn ingest_files(&self, paths: &[std::path::PathBuf]) -> Result<()> {
+        let mut o = rocksdb::IngestExternalFileOptions::default();
+        o.set_move_files(true);
+        Ok(self.db.ingest_external_file_opts(&o, paths.to_vec())?)
+    }
+
     fn approximate_sizes(
         &self,
         ranges: &[u8],

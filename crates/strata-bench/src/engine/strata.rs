@@ -460,7 +460,7 @@ pub fn open(cfg: &Config) -> Result<Box<dyn Engine>> {
             cfs.push(Some(db.cf_handle(&name).ok_or_else(|| anyhow!("no column family {name}"))?));
         }
     }
-    Ok(Box::new(StrataEngine { db, cfs }))
+    Ok(Box::new(StrataEngine { db, opts, cfs }))
 }
 
 /// The DB, opened plain or with transactions (`--transaction_db`,
@@ -485,6 +485,9 @@ impl std::ops::Deref for Handle {
 
 struct StrataEngine {
     db: Handle,
+    /// The options the DB was opened with (its table files' format, for
+    /// `table_file_writer`).
+    opts: Options,
     /// With `--num_column_families` > 1: the families keys are spread over, by index (0 is
     /// `default`, kept as `None`); empty otherwise.
     cfs: Vec<Option<Arc<ColumnFamily>>>,
@@ -648,6 +651,23 @@ impl Engine for StrataEngine {
 
     fn verify_checksum(&self) -> Result<()> {
         Ok(self.db.verify_checksum()?)
+    }
+
+    fn write_table_file(
+        &self,
+        path: &std::path::Path,
+        fill: &mut super::FillTable<'_>,
+    ) -> Result<()> {
+        let mut w = strata::SstFileWriter::create(&self.opts);
+        w.open(path)?;
+        fill(&mut |k, v| Ok(w.put(k, v)?))?;
+        w.finish()?;
+        Ok(())
+    }
+
+    fn ingest_files(&self, paths: &[std::path::PathBuf]) -> Result<()> {
+        let o = strata::IngestExternalFileOptions { move_files: true, ..Default::default() };
+        Ok(self.db.ingest_external_file_opts(&o, paths.to_vec())?)
     }
 
     fn approximate_sizes(

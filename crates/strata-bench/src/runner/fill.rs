@@ -1,5 +1,6 @@
 //! Puts and deletes: fillseq, fillrandom, filluniquerandom, overwrite, fillsync, fill100K,
-//! fillbatch, deleteseq, deleterandom, randomreplacekeys (`docs/db_bench.md` §5.2); the
+//! fillbatch, deleteseq, deleterandom, randomreplacekeys, ingestexternalfile
+//! (`docs/db_bench.md` §5.2); the
 //! variants of filluniquerandom are in `fill_unique.rs`.
 
 use anyhow::{Context, Result};
@@ -88,6 +89,54 @@ pub(super) fn delete(seq: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()>
         i += p.batch;
         Ok(Step::Did(OpType::Delete, 0))
     })
+}
+
+/// db_bench's `ingestexternalfile`: `--ingest_external_file_num_batches` times (at least 1),
+/// writes `--ingest_external_file_batch_size` (at least 1) table files into `<db>/ingest_tmp`,
+/// each holding keys 0..`--num` in order with generated values (so the files overlap), and
+/// ingests them in one call, moving them into the DB; one operation per batch, the bytes
+/// those of every entry written. The time includes writing the files, as db_bench's does.
+pub(super) fn ingest(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let (p, f, engine) = (cx.p, cx.flags(), cx.engine);
+    let files = f.ingest_external_file_batch_size.max(1) as usize;
+    let batches = f.ingest_external_file_num_batches.max(1) as u64;
+    let dir = cx.cfg.db.join("ingest_tmp");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut gen = cx.values();
+    let mut batch = 0u64;
+    let mut key = Vec::with_capacity(p.key.key_size);
+    cx.ops(batches, 1, false).run(ts, |_| {
+        let mut bytes = 0u64;
+        let mut paths = Vec::with_capacity(files);
+        for j in 0..files {
+            let path = dir.join(format!("ingest_{batch}_{j}.sst"));
+            engine
+                .write_table_file(&path, &mut |put| {
+                    for i in 0..p.num {
+                        p.key.encode(i, p.num, &mut key);
+                        let v = gen.generate();
+                        bytes += (key.len() + v.len()) as u64;
+                        put(&key, v)?;
+                    }
+                    Ok(())
+                })
+                .with_context(|| format!("writing {}", path.display()))?;
+            paths.push(path);
+        }
+        engine.ingest_files(&paths).context("IngestExternalFile failed")?;
+        for path in &paths {
+            // Moved in by the ingestion; whatever is left is ours to remove.
+            let _ = std::fs::remove_file(path);
+        }
+        batch += 1;
+        Ok(Step::Did(OpType::Write, bytes))
+    })?;
+    let _ = std::fs::remove_dir(&dir);
+    ts.stats.add_message(&format!(
+        "({batches} batches x {files} files, {} keys/file, {} threads)",
+        p.num, f.ingest_external_file_file_opening_threads
+    ));
+    Ok(())
 }
 
 /// Keys a slot of randomreplacekeys walks through before it starts again.

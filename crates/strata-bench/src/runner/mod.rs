@@ -217,6 +217,7 @@ fn exec(workload: Workload, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Workload::Fill(Fill::Put(mode)) => fill::put(mode, cx, ts),
         Workload::Fill(Fill::Delete { seq }) => fill::delete(seq, cx, ts),
         Workload::Fill(Fill::ReplaceKeys) => fill::replace_keys(cx, ts),
+        Workload::Fill(Fill::Ingest) => fill::ingest(cx, ts),
         Workload::Read(r) => read::run(r, cx, ts),
         Workload::Seek(s) => seek::run(s, cx, ts),
         Workload::Mixed(m) => mixed::run(m, cx, ts),

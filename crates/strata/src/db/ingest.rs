@@ -4,7 +4,9 @@
 //! 1. **Validate** every file outside any lock: it opens as a table (footer, metaindex,
 //!    properties, index, filter verified), says `external_file_version = 1`, and a full scan
 //!    with checksums finds every entry at sequence number 0 with strictly increasing user
-//!    keys. The files of one call must not overlap each other (`InvalidArgument`).
+//!    keys. The files, in the order given, are cut into batches as RocksDB cuts them: a
+//!    file that overlaps a file of the current batch starts the next one, so the files of
+//!    one batch never overlap each other and a later batch is newer than an earlier one.
 //! 2. **Copy** each file under a fresh table number of the DB into the family's first table
 //!    path (path 0, as RocksDB places ingested files; `db/paths.rs`) (a hard link with
 //!    `move_files`, falling back to a copy when linking fails), sync it, then sync that
@@ -18,13 +20,15 @@
 //!    global seqno. The edit is the commit point: before it is synced nothing is visible,
 //!    after it everything is, and a reopen replays it.
 //!
-//! Placement. A file that overlaps nothing in the family (memtables, every level) and that no
-//! snapshot must be kept from seeing (`snapshot_consistency` with live snapshots) keeps
-//! sequence number 0 and goes to the last level. Otherwise it gets the global seqno
-//! `last_sequence + 1` (one for the whole call; refused when `allow_global_seqno` is false):
-//! newer than everything, so it goes to the deepest level such that no level from L0 down
-//! to it holds an overlapping file (leveled style), or to L0 (universal, FIFO and tiered,
-//! whose runs are ordered by age). A level a running compaction writes its output into is not
+//! Placement. With one batch, a file that overlaps nothing in the family (memtables, every
+//! level) and that no snapshot must be kept from seeing (`snapshot_consistency` with live
+//! snapshots) keeps sequence number 0 and goes to the last level. Otherwise it gets a global
+//! seqno, `last_sequence + 1 + b` for batch `b` (every file of a call of several batches
+//! gets one; refused when `allow_global_seqno` is false): newer than everything before, so
+//! it goes to the deepest level such that no level from L0 down to it holds an overlapping
+//! file and, for a later batch, above the highest level the batch before it went to (L0 when
+//! that one is L0), in leveled style; to L0 in universal, FIFO and tiered style (whose runs
+//! are ordered by age). A key in files of two batches thus reads as the later file has it. A level a running compaction writes its output into is not
 //! chosen when the file overlaps the key range of that compaction's inputs (its output files
 //! span that range, so they could overlap the file there even where no input does).
 //!
@@ -168,21 +172,20 @@ pub(crate) fn ingest(
     }
     let fs = inner.fs.as_ref();
     let order = &cfd.opts.comparator;
-    let mut files = paths.iter().map(|p| validate(fs, p, order)).collect::<Result<Vec<_>>>()?;
-    files.sort_by(|a, b| order.compare_internal(&a.smallest, &b.smallest));
-    for w in files.windows(2) {
-        if w[1].overlaps(&w[0].lo, &w[0].largest) {
-            return Err(Error::InvalidArgument(format!(
-                "ingest_external_file: files {} and {} overlap (the files of one call must not)",
-                w[0].source.display(),
-                w[1].source.display()
-            )));
-        }
+    let files = paths.iter().map(|p| validate(fs, p, order)).collect::<Result<Vec<_>>>()?;
+    let batches = batches(&files);
+    if batches.len() > 1 && !opts.allow_global_seqno {
+        return Err(Error::InvalidArgument(format!(
+            "ingest_external_file: files {} and {} overlap, which needs global sequence numbers, \
+             and allow_global_seqno is false",
+            files[batches[1] - 1].source.display(),
+            files[batches[1]].source.display()
+        )));
     }
     let mut placed = Vec::with_capacity(files.len());
     let dir = cfd.table_dir(0, &inner.dir);
     let copied = copy_in(inner, dir, &files, opts.move_files, &mut placed);
-    let installed = copied.and_then(|()| install(inner, cfd, &files, &placed, opts));
+    let installed = copied.and_then(|()| install(inner, cfd, &files, &placed, &batches, opts));
     if let Err(e) = installed {
         for p in &placed {
             let _ = fs.remove(&table_path(dir, p.number));
@@ -197,6 +200,20 @@ pub(crate) fn ingest(
         }
     }
     Ok(())
+}
+
+/// Where each batch starts in `files` (their order kept): a file overlapping a file of the
+/// current batch starts the next.
+fn batches(files: &[Candidate]) -> Vec<usize> {
+    let mut starts = vec![0];
+    let mut start = 0;
+    for (i, f) in files.iter().enumerate().skip(1) {
+        if files[start..i].iter().any(|g| f.overlaps(&g.lo, &g.largest)) {
+            starts.push(i);
+            start = i;
+        }
+    }
+    starts
 }
 
 /// Opens and scans one external file (step 1) for a family in `order`.
@@ -346,6 +363,7 @@ fn install(
     cfd: &Arc<Cfd>,
     files: &[Candidate],
     placed: &[Placed],
+    batch_starts: &[usize],
     opts: &IngestExternalFileOptions,
 ) -> Result<()> {
     const MAX_FLUSHES: usize = 8;
@@ -381,7 +399,16 @@ fn install(
         let mut edit = VersionEdit { column_family: cfd.id, ..VersionEdit::default() };
         let mut global = SeqNo::ZERO;
         let data_time = super::info_log::now_micros() / 1_000_000;
-        for (f, p) in files.iter().zip(placed) {
+        let several = batch_starts.len() > 1;
+        // The highest level (smallest number) the batch before went to.
+        let mut above: Option<usize> = None;
+        let mut batch_top: Option<usize> = None;
+        for (i, (f, p)) in files.iter().zip(placed).enumerate() {
+            let b = batch_starts.partition_point(|&s| s <= i) - 1;
+            if i > 0 && batch_starts[b] == i {
+                above = batch_top.take();
+            }
+            let next = SeqNo(next.0 + b as u64);
             // A running compaction writes output files anywhere in its inputs' key range at
             // its output level, even where no input file overlaps this file: such a level
             // would end up with overlapping files. L0 allows overlap.
@@ -393,7 +420,7 @@ fn install(
             };
             let last = version.levels.len() - 1;
             let overlaps_any = (0..=last).any(|l| overlaps_level(&version, l, f));
-            let (level, seq) = if !overlaps_any && !snapshots_live && free(last) {
+            let (level, seq) = if !several && !overlaps_any && !snapshots_live && free(last) {
                 (last, SeqNo::ZERO)
             } else {
                 if !opts.allow_global_seqno {
@@ -412,7 +439,9 @@ fn install(
                 }
                 let mut level = 0;
                 if cfd.opts.compaction_style == CompactionStyle::Leveled {
-                    for l in 0..=last {
+                    // Below nothing newer: above the batch before (which it overlaps).
+                    let lowest = above.map_or(last, |a| a.saturating_sub(1));
+                    for l in 0..=lowest {
                         if overlaps_level(&version, l, f) {
                             break;
                         }
@@ -423,6 +452,7 @@ fn install(
                 }
                 (level, next)
             };
+            batch_top = Some(batch_top.map_or(level, |t| t.min(level)));
             if seq != SeqNo::ZERO {
                 global = seq;
             }

@@ -1159,10 +1159,12 @@ impl Db {
     /// sorted keys, written by [`SstFileWriter`]), copied (or, with `move_files`, hard-linked)
     /// into the DB and synced, and one MANIFEST edit adds them all. A file overlapping existing
     /// data gets a global sequence number above every write so far and shadows older data;
-    /// snapshots taken before do not see it. Files of one call must not overlap each other.
-    /// Refused with `InvalidArgument`: a bad or overlapping file, a file overlapping the
-    /// memtable without `allow_blocking_flush`, a file needing a global sequence number
-    /// without `allow_global_seqno`. Details in `crates/strata/src/db/ingest.rs`.
+    /// snapshots taken before do not see it. Files of one call may overlap each other: a
+    /// later file is newer than an earlier one it overlaps (as RocksDB's batches make it).
+    /// Refused with `InvalidArgument`: a bad file, a file overlapping the memtable without
+    /// `allow_blocking_flush`, a file (or files overlapping each other) needing a global
+    /// sequence number without `allow_global_seqno`. Details in
+    /// `crates/strata/src/db/ingest.rs`.
     pub fn ingest_external_file_cf_opts<P: AsRef<Path>>(
         &self,
         cf: &impl AsColumnFamilyRef,

@@ -18,8 +18,9 @@ fn get(db: &Db, k: &str) -> Option<String> {
     db.get(k).unwrap().map(|v| String::from_utf8(v).unwrap())
 }
 
-/// A DB with `a..e` flushed as "old" and `c` rewritten as "mem" in the (synced) WAL, and two
-/// external files overlapping both: `b`, `c` in one and `e` in the other.
+/// A DB with `a..e` flushed as "old" and `c` rewritten as "mem" in the (synced) WAL, and
+/// three external files overlapping both: `b`, `c` in one, `e` in the second, and `c`, `d`
+/// in the third, which overlaps the first (so the call has two batches, two seqnos).
 fn setup(mem: &MemFs) {
     let opts = opts_on(Arc::new(mem.clone()));
     let db = Db::open(&opts, "/db").unwrap();
@@ -38,6 +39,10 @@ fn setup(mem: &MemFs) {
     w.finish().unwrap();
     w.open("/ext/2.sst").unwrap();
     w.put("e", "new").unwrap();
+    w.finish().unwrap();
+    w.open("/ext/3.sst").unwrap();
+    w.put("c", "newer").unwrap();
+    w.put("d", "new").unwrap();
     w.finish().unwrap();
     mem.sync_dir(Path::new("/ext")).unwrap();
 }
@@ -69,7 +74,8 @@ fn run(move_files: bool) {
             path_contains: None,
         });
         let io = IngestExternalFileOptions { move_files, ..Default::default() };
-        acknowledged = db.ingest_external_file_opts(&io, ["/ext/1.sst", "/ext/2.sst"]).is_ok();
+        acknowledged =
+            db.ingest_external_file_opts(&io, ["/ext/1.sst", "/ext/2.sst", "/ext/3.sst"]).is_ok();
         drop(db);
         mem.crash(CrashMode::PowerLoss);
         let db = Db::open(&opts_on(Arc::new(mem.clone())), "/db")
@@ -77,7 +83,7 @@ fn run(move_files: bool) {
         let got: Vec<Option<String>> =
             ["a", "b", "c", "d", "e"].iter().map(|k| get(&db, k)).collect();
         let s = |v: &str| Some(v.to_string());
-        let all = vec![s("old"), s("new"), s("new"), s("old"), s("new")];
+        let all = vec![s("old"), s("new"), s("newer"), s("new"), s("new")];
         let none = vec![s("old"), s("old"), s("mem"), s("old"), s("old")];
         if acknowledged {
             assert_eq!(got, all, "n={n}: an acknowledged ingestion is whole");

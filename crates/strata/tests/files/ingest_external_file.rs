@@ -143,6 +143,53 @@ fn overlapping_file_gets_a_global_seqno_and_shadows_older_data() {
     assert_eq!(get(&db, "b").as_deref(), Some("later"));
 }
 
+/// Files of one call that overlap each other are ingested as RocksDB does: cut into batches in
+/// the order given, each newer than the one before (its own global seqno, placed above it),
+/// so a key in two files reads as the later file has it, before and after a reopen and a
+/// compaction; files that overlap neither each other nor the DB still go down at seqno 0 when
+/// they are alone in their call.
+#[test]
+fn overlapping_files_of_one_call_read_as_the_later_one() {
+    let fs = MemFs::new();
+    let opts = mem_opts(&fs);
+    let db = Db::open(&opts, "/db").unwrap();
+    for k in ["a", "q", "z"] {
+        db.put(k, "old").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    let before = db.latest_sequence_number();
+    fs.create_dir_all(Path::new("/ext")).unwrap();
+    let f1 = write_sst(&opts, Path::new("/ext/1.sst"), &[("b", Some("1")), ("c", Some("1"))]);
+    let f2 = write_sst(&opts, Path::new("/ext/2.sst"), &[("x", Some("2")), ("y", Some("2"))]);
+    let f3 = write_sst(&opts, Path::new("/ext/3.sst"), &[("c", Some("3")), ("d", Some("3"))]);
+    let f4 = write_sst(&opts, Path::new("/ext/4.sst"), &[("c", None), ("y", Some("4"))]);
+    db.ingest_external_file([&f1, &f2, &f3, &f4]).unwrap();
+    // Batches: [1, 2], [3], [4]; their seqnos rise by one each.
+    assert_eq!(db.latest_sequence_number(), before + 3);
+    let want =
+        [("a", "old"), ("b", "1"), ("d", "3"), ("q", "old"), ("x", "2"), ("y", "4"), ("z", "old")]
+            .map(|(k, v)| (k.to_string(), v.to_string()));
+    assert_eq!(scan(&db, &ReadOptions::default()), want);
+    let levels: Vec<(String, usize, u64)> = db
+        .live_files_metadata()
+        .into_iter()
+        .map(|m| (String::from_utf8(m.smallest_key).unwrap(), m.level, m.largest_seqno))
+        .collect();
+    let at = |key: &str, seq: u64| {
+        levels.iter().find(|(k, _, s)| k == key && *s == seq).map(|l| l.1).expect(key)
+    };
+    // Each batch above the one before it.
+    assert!(at("c", before + 2) < at("b", before + 1), "{levels:?}");
+    assert!(at("c", before + 3) < at("c", before + 2), "{levels:?}");
+    drop(db);
+    let db = Db::open(&opts, "/db").unwrap();
+    assert_eq!(scan(&db, &ReadOptions::default()), want);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(scan(&db, &ReadOptions::default()), want);
+    assert_eq!(get(&db, "c"), None);
+}
+
 #[test]
 fn a_snapshot_taken_before_does_not_see_the_ingested_data() {
     let fs = MemFs::new();
@@ -307,7 +354,9 @@ fn refusals_leave_the_db_unchanged() {
             .count()
     };
     let before = tables(&fs);
-    let e = db.ingest_external_file([&f1, &f2]).unwrap_err();
+    // Files that overlap each other need global sequence numbers.
+    let no_seq = IngestExternalFileOptions { allow_global_seqno: false, ..Default::default() };
+    let e = db.ingest_external_file_opts(&no_seq, [&f1, &f2]).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("overlap"), "{e}");
     // Overlaps the memtable, no flush allowed.
     let no_flush = IngestExternalFileOptions { allow_blocking_flush: false, ..Default::default() };
@@ -317,7 +366,6 @@ fn refusals_leave_the_db_unchanged() {
     let before_flushed = tables(&fs);
     assert_eq!(before_flushed, before + 1);
     // Overlaps data, no global seqno allowed.
-    let no_seq = IngestExternalFileOptions { allow_global_seqno: false, ..Default::default() };
     let e = db.ingest_external_file_opts(&no_seq, [&f1]).unwrap_err();
     assert!(e.to_string().contains("overlaps existing data"), "{e}");
     // Not an external file: one of the DB's own tables.

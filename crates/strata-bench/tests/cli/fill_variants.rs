@@ -1,5 +1,6 @@
-//! filluniquerandom's overwrites and fillanddeleteuniquerandom's disposable keys
-//! (`runner/fill_unique.rs`), checked against what the DB holds afterwards.
+//! filluniquerandom's overwrites, fillanddeleteuniquerandom's disposable keys
+//! (`runner/fill_unique.rs`) and ingestexternalfile's files, checked against what the DB holds
+//! afterwards.
 
 use std::process::{Command, Output};
 
@@ -95,4 +96,33 @@ fn disposable_keys_only_in_the_unique_fills() {
     );
     let errs = String::from_utf8_lossy(&o.stderr);
     assert!(errs.contains("--overwrite_window_size=0"), "{errs}");
+}
+
+/// ingestexternalfile: every call's files cover keys 0..--num, so the DB then holds exactly
+/// those keys (a few random ones put before among them); the files' directory is removed;
+/// ingestion options neither engine takes are refused.
+#[test]
+fn ingested_files_give_the_db_their_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let o = run(
+        &db,
+        &[
+            "--benchmarks=fillrandom,ingestexternalfile,readseq",
+            "--num=3000",
+            "--writes=10",
+            "--ingest_external_file_batch_size=3",
+            "--ingest_external_file_num_batches=2",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("(2 batches x 3 files, 3000 keys/file, 1 threads)"), "{out}");
+    let readseq = out.lines().find(|l| l.starts_with("readseq ")).expect("readseq");
+    assert!(readseq.contains(" 3000 operations;"), "{readseq}");
+    assert!(!db.join("ingest_tmp").exists(), "the temporary directory is removed");
+    let o =
+        run(&db, &["--benchmarks=ingestexternalfile", "--ingest_external_file_use_file_info=true"]);
+    let errs = String::from_utf8_lossy(&o.stderr);
+    assert!(errs.contains("--ingest_external_file_use_file_info=true not applied"), "{errs}");
 }
