@@ -240,6 +240,47 @@ pub fn read_block(
     block.unwrap_or_else(|| Err(bad("the file returned no bytes for the block".to_string())))
 }
 
+/// Reads the block at `handle` with its trailer and checks its checksum and compression type,
+/// leaving it compressed: what a checksum verification of a whole file needs (RocksDB's
+/// `VerifyChecksum` reads blocks the same way). Errors carry the file and the block's offset.
+pub fn check_block(
+    file: &(dyn RandomAccessFile + 'static),
+    handle: BlockHandle,
+    checksum: ChecksumType,
+) -> Result<()> {
+    let path = file.path();
+    let bad = |reason: String| Error::corruption(path, handle.offset, reason);
+    if !handle.end_with_trailer().is_some_and(|end| end <= file.len()) {
+        return Err(bad(format!(
+            "block handle (offset {}, size {}) lies outside the file of {} bytes",
+            handle.offset,
+            handle.size,
+            file.len()
+        )));
+    }
+    let size = handle.size as usize;
+    let mut outcome = Err(bad("the file returned no bytes for the block".to_string()));
+    file.read_exact_with(handle.offset, size + BLOCK_TRAILER_LEN, &mut |buf| {
+        let buf: &[u8] = &buf;
+        let ty_byte = buf[size];
+        let expected = decode_fixed32(buf, size + 1);
+        let actual = checksum.compute(&buf[..size], &[ty_byte]);
+        outcome = if expected != actual {
+            Err(Error::ChecksumMismatch {
+                file: path.to_path_buf(),
+                offset: handle.offset,
+                expected,
+                actual,
+            })
+        } else if CompressionType::from_u8(ty_byte).is_none() {
+            Err(bad(format!("unknown compression type {ty_byte}")))
+        } else {
+            Ok(())
+        };
+    })?;
+    outcome
+}
+
 /// Checks the trailer of `buf`, the bytes of the block at `handle` with its trailer (the
 /// checksum only when `verify_checksum`), and returns its uncompressed contents: `buf` itself
 /// when it is owned and the block is stored uncompressed, else a new `Vec`. Errors carry
