@@ -222,15 +222,7 @@ pub fn read_block(
 ) -> Result<Vec<u8>> {
     let path = file.path();
     let bad = |reason: String| Error::corruption(path, handle.offset, reason);
-    let in_file = handle.end_with_trailer().is_some_and(|end| end <= file.len());
-    if !in_file {
-        return Err(bad(format!(
-            "block handle (offset {}, size {}) lies outside the file of {} bytes",
-            handle.offset,
-            handle.size,
-            file.len()
-        )));
-    }
+    check_in_file(file, handle)?;
     // Bounded by the file length checked above.
     let size = handle.size as usize;
     let mut block = None;
@@ -238,6 +230,23 @@ pub fn read_block(
         block = Some(decode_block(path, handle, buf, checksum, verify_checksum));
     })?;
     block.unwrap_or_else(|| Err(bad("the file returned no bytes for the block".to_string())))
+}
+
+/// `Corruption` unless the block at `handle`, with its trailer, lies inside `file`.
+fn check_in_file(file: &(dyn RandomAccessFile + 'static), handle: BlockHandle) -> Result<()> {
+    if handle.end_with_trailer().is_some_and(|end| end <= file.len()) {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        file.path(),
+        handle.offset,
+        format!(
+            "block handle (offset {}, size {}) lies outside the file of {} bytes",
+            handle.offset,
+            handle.size,
+            file.len()
+        ),
+    ))
 }
 
 /// Reads the block at `handle` with its trailer and checks its checksum and compression type,
@@ -250,14 +259,8 @@ pub fn check_block(
 ) -> Result<()> {
     let path = file.path();
     let bad = |reason: String| Error::corruption(path, handle.offset, reason);
-    if !handle.end_with_trailer().is_some_and(|end| end <= file.len()) {
-        return Err(bad(format!(
-            "block handle (offset {}, size {}) lies outside the file of {} bytes",
-            handle.offset,
-            handle.size,
-            file.len()
-        )));
-    }
+    check_in_file(file, handle)?;
+    // Bounded by the file length checked above.
     let size = handle.size as usize;
     let mut outcome = Err(bad("the file returned no bytes for the block".to_string()));
     file.read_exact_with(handle.offset, size + BLOCK_TRAILER_LEN, &mut |buf| {
