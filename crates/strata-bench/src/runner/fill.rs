@@ -1,7 +1,7 @@
 //! Puts and deletes: fillseq, fillrandom, filluniquerandom, overwrite, fillsync, fill100K,
 //! fillbatch, deleteseq, deleterandom, randomreplacekeys, ingestexternalfile
-//! (`docs/db_bench.md` §5.2); the
-//! variants of filluniquerandom are in `fill_unique.rs`.
+//! (`docs/db_bench.md` §5.2); the variants of filluniquerandom are in `fill_unique.rs`, the
+//! range deletions among the writes in `range_tombstones.rs`.
 
 use anyhow::{Context, Result};
 

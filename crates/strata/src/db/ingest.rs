@@ -20,16 +20,16 @@
 //!    global seqno. The edit is the commit point: before it is synced nothing is visible,
 //!    after it everything is, and a reopen replays it.
 //!
-//! Placement. With one batch, a file that overlaps nothing in the family (memtables, every
-//! level) and that no snapshot must be kept from seeing (`snapshot_consistency` with live
-//! snapshots) keeps sequence number 0 and goes to the last level. Otherwise it gets a global
-//! seqno, `last_sequence + 1 + b` for batch `b` (every file of a call of several batches
-//! gets one; refused when `allow_global_seqno` is false): newer than everything before, so
-//! it goes to the deepest level such that no level from L0 down to it holds an overlapping
-//! file and, for a later batch, above the highest level the batch before it went to (L0 when
-//! that one is L0), in leveled style; to L0 in universal, FIFO and tiered style (whose runs
-//! are ordered by age). A key in files of two batches thus reads as the later file has it. A level a running compaction writes its output into is not
-//! chosen when the file overlaps the key range of that compaction's inputs (its output files
+//! Placement. With one batch, a file that overlaps nothing in the family (memtables, every level)
+//! and that no snapshot must be kept from seeing (`snapshot_consistency` with live snapshots) keeps
+//! sequence number 0 and goes to the last level. Otherwise it gets a global seqno, `last_sequence +
+//! 1 + b` for batch `b` (every file of a call of several batches gets one; refused when
+//! `allow_global_seqno` is false): newer than everything before, so it goes to the deepest level
+//! such that no level from L0 down to it holds an overlapping file and, for a later batch, above
+//! the highest level the batch before it went to (L0 when that one is L0), in leveled style; to L0
+//! in universal, FIFO and tiered style (whose runs are ordered by age). A key in files of two
+//! batches thus reads as the later file has it. A level a running compaction writes its output into
+//! is not chosen when the file overlaps the key range of that compaction's inputs (its output files
 //! span that range, so they could overlap the file there even where no input does).
 //!
 //! The global seqno is recorded in the file's MANIFEST record (`GlobalSeqno`,
