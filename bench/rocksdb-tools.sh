@@ -74,7 +74,8 @@ elif [ -n "$options_file" ]; then
   die "--options-file is for regression only (benchmark.sh passes no --options_file)"
 fi
 
-for tool in awk bc /usr/bin/time; do
+# `flags` reads a source file and runs strata-bench alone: it needs none of them.
+[ "$mode" = flags ] || for tool in awk bc /usr/bin/time; do
   command -v "$tool" > /dev/null || die "'$tool' is missing; RocksDB's scripts need it (Debian: apt-get install -y bc time)"
 done
 

@@ -115,6 +115,27 @@ fn run_side_by_side(groups: &[Group]) {
     });
 }
 
+/// Every flag `tools/db_bench_tool.cc` of the same RocksDB source defines is one strata-bench
+/// knows, and every benchmark name it dispatches on is run or refused as not implemented
+/// (`bench/rocksdb-tools.sh flags`).
+#[test]
+fn every_flag_and_benchmark_of_db_bench_is_known() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let run = Command::new("bash")
+        .arg(repo.join("bench/rocksdb-tools.sh"))
+        .args(["flags", "--bin", env!("CARGO_BIN_EXE_strata-bench")])
+        .output()
+        .expect("run bash");
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    if run.status.code() == Some(2) && stderr.contains("cargo metadata did not give") {
+        eprintln!("SKIPPED: no RocksDB source here:\n{stderr}");
+        return;
+    }
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("of which strata-bench lacks 0"), "{stdout}");
+}
+
 /// Runs `jobs` through `bench/rocksdb-tools.sh jobs` and checks the report has `rows`, each with
 /// ops_sec > 0 and the build's git hash, and that every flag passed is documented.
 fn run_jobs(jobs: &[&str], rows_wanted: &[&str]) {
