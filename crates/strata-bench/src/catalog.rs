@@ -78,6 +78,8 @@ pub enum Read {
     Random { hot: bool },
     /// Point gets in steps of 100, keys masked below a power of two (`readrandomfast`).
     RandomFast,
+    /// Gets of every key in order, 0 to `--num` - 1 (`readtorowcache`: warms a row cache).
+    EveryKey,
     /// MultiGet of `--batch_size` keys.
     Multi,
     /// An iterator created and dropped, nothing read through it.
@@ -390,6 +392,13 @@ pub const BENCHMARKS: &[Benchmark] = &[
     ),
     row("readrandom", READ_RANDOM, READ, "gets of random keys"),
     row(
+        "readtorowcache",
+        W::Read(Read::EveryKey),
+        READ,
+        "gets of every key in order, to fill the row cache (--use_existing_keys, \
+         --row_cache_size)",
+    ),
+    row(
         "readrandomfast",
         W::Read(Read::RandomFast),
         READ,
@@ -612,7 +621,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "readrandomoperands",
     "approximatememtablestats",
     "openandcompact",
-    "readtorowcache",
     "readrandomcoroutine",
     "multireadrandomcoroutine",
     "readrandomentity",

@@ -310,8 +310,19 @@ impl Config {
         if f.use_existing_keys && !f.use_existing_db {
             bail!("--use_existing_keys needs --use_existing_db");
         }
-        if f.use_existing_keys {
-            bail!("--use_existing_keys is not implemented by strata-bench yet");
+        if f.use_existing_keys && f.bgwriter_num > f.num {
+            bail!(
+                "--bgwriter_num={} must not exceed --num={} with --use_existing_keys",
+                f.bgwriter_num,
+                f.num
+            );
+        }
+        if benchmarks_named(f, "readtorowcache") && (!f.use_existing_keys || f.row_cache_size <= 0)
+        {
+            bail!(
+                "readtorowcache: set --use_existing_keys and a --row_cache_size (db_bench's \
+                 condition)"
+            );
         }
         if benchmarks_named(f, "timeseries") {
             if !matches!(f.expire_style.as_str(), "none" | "compaction_filter" | "delete") {
@@ -439,6 +450,7 @@ impl Config {
             key_size: f.key_size as usize,
             prefix_size: f.prefix_size as usize,
             keys_per_prefix: f.keys_per_prefix as u64,
+            existing: None,
         };
         let notes = check_engine_flags(&flags, &set, engine)?;
         let use_existing_db = flags.use_existing_db;

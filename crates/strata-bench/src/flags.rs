@@ -266,7 +266,7 @@ define_flags! {
     transaction_lock_timeout: i64 = 100i64, Engine, "randomtransaction with --transaction_db: milliseconds a transaction waits for a lock";
     transaction_set_snapshot: bool = false, Tool, "randomtransaction: transactions begin with a snapshot (with --transaction_db they always read at one, as db_bench's)";
     transaction_sets: i64 = 2i64, Tool, "randomtransaction: key sets each transaction increments one key of (1..9999)";
-    use_existing_keys: bool = false, Tool, "Load the existing keys and use them (needs --use_existing_db; not implemented yet: rejected)";
+    use_existing_keys: bool = false, Tool, "Read the DB's keys when it is opened and use them as the key space: --num becomes their count (needs --use_existing_db)";
     readonly: bool = false, Engine, "Open the DB read-only (implies --use_existing_db)";
     db: String = "", Tool, "DB directory (default: $TEST_TMPDIR/dbbench or <tmp>/strata-bench-<uid>/dbbench)";
     wal_dir: String = "", Engine, "WAL directory (empty: inside --db)";

@@ -5,7 +5,7 @@
 use crate::random::{shuffle, Mt64};
 
 /// How a key integer becomes key bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyFormat {
     /// Key length in bytes.
     pub key_size: usize,
@@ -13,11 +13,14 @@ pub struct KeyFormat {
     pub prefix_size: usize,
     /// Keys sharing one prefix (0: no prefix in the key).
     pub keys_per_prefix: u64,
+    /// `--use_existing_keys`: the DB's keys in order, read when it was opened; key integer
+    /// `v` is the `v`-th of them (db_bench's `keys_`), whatever the sizes above say.
+    pub existing: Option<std::sync::Arc<[Vec<u8>]>>,
 }
 
 impl KeyFormat {
     pub fn plain(key_size: usize) -> Self {
-        KeyFormat { key_size, prefix_size: 0, keys_per_prefix: 0 }
+        KeyFormat { key_size, prefix_size: 0, keys_per_prefix: 0, existing: None }
     }
 
     /// Writes the key for `v` into `buf` (resized to the key size; no allocation once it has
@@ -25,6 +28,12 @@ impl KeyFormat {
     #[inline]
     pub fn encode(&self, v: u64, num_keys: u64, buf: &mut Vec<u8>) {
         buf.clear();
+        if let Some(keys) = &self.existing {
+            // The runner reads at least one key; `--num` is their count, so `v` is below it
+            // but for the range deletions' growth of a writer's key space, which wraps.
+            buf.extend_from_slice(&keys[(v % keys.len().max(1) as u64) as usize]);
+            return;
+        }
         buf.resize(self.key_size, b'0');
         let mut pos = 0;
         if let Some(num_prefix) = num_keys.checked_div(self.keys_per_prefix) {
@@ -149,7 +158,7 @@ mod tests {
     #[test]
     fn prefixed_keys() {
         // 100 keys, 10 per prefix: 10 prefixes; key 23 has prefix 3.
-        let f = KeyFormat { key_size: 20, prefix_size: 10, keys_per_prefix: 10 };
+        let f = KeyFormat { key_size: 20, prefix_size: 10, keys_per_prefix: 10, existing: None };
         let mut buf = Vec::new();
         f.encode(23, 100, &mut buf);
         let mut want = vec![0u8, 0, 0, 0, 0, 0, 0, 3, b'0', b'0'];

@@ -59,12 +59,38 @@ impl Runner {
         self.engine = Some(self.cfg.engine.open(&self.cfg).with_context(|| {
             format!("cannot open {} DB at {}", self.cfg.engine.name(), self.cfg.db.display())
         })?);
+        if self.cfg.flags.use_existing_keys && self.cfg.key.existing.is_none() {
+            self.load_existing_keys()?;
+        }
         if self.cfg.flags.report_open_timing {
             print_flush(&format!(
                 "OpenDb:     {:.6} milliseconds\n",
                 t.elapsed().as_secs_f64() * 1e3
             ));
         }
+        Ok(())
+    }
+
+    /// `--use_existing_keys` (db_bench's, after its first open): the DB's keys, read in order
+    /// with a total-order iterator, become the key space; `--num` becomes their count.
+    fn load_existing_keys(&mut self) -> Result<()> {
+        let engine = self.engine()?;
+        let ro = crate::engine::ReadOpts { total_order_seek: true, ..Default::default() };
+        let mut it = engine.new_iterator(&ro, crate::engine::Bounds::default())?;
+        it.seek_to_first();
+        let mut keys = Vec::new();
+        while it.valid() {
+            keys.push(it.key().to_vec());
+            it.next();
+        }
+        it.status().context("iterator error reading the existing keys")?;
+        drop(it);
+        if keys.is_empty() {
+            bail!("--use_existing_keys: the DB at {} holds no key", self.cfg.db.display());
+        }
+        self.cfg.num = keys.len() as u64;
+        self.cfg.flags.num = keys.len() as i64;
+        self.cfg.key.existing = Some(keys.into());
         Ok(())
     }
 

@@ -47,7 +47,7 @@ impl Params {
             deletes: or_num(f.deletes),
             readwrites,
             merge_keys: or_num(f.merge_keys),
-            key: cfg.key,
+            key: cfg.key.clone(),
             value_size: cfg.value_size,
             batch: f.batch_size as u64,
             wo: WriteOpts { sync: f.sync, disable_wal: f.disable_wal },
@@ -116,7 +116,9 @@ mod tests {
 
     #[test]
     fn every_catalog_name_is_accepted_and_planned() {
-        for b in catalog::BENCHMARKS {
+        // readtorowcache needs a row cache, which no engine always built here has (its
+        // refusal is tested in `tests/cli/catalog.rs`).
+        for b in catalog::BENCHMARKS.iter().filter(|b| b.name != "readtorowcache") {
             let c = cfg(&[
                 &format!("--benchmarks={}", b.name),
                 "--db=/tmp/x",

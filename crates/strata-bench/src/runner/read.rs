@@ -1,5 +1,6 @@
 //! Point reads and scans: readseq, readreverse, readtocache, readrandom, readrandomsmall,
-//! readmissing, readhot, readrandomfast, multireadrandom, newiterator, approximatesizerandom
+//! readmissing, readhot, readrandomfast, readtorowcache, multireadrandom, newiterator,
+//! approximatesizerandom
 //! (`docs/db_bench.md` §5.3).
 
 use anyhow::{Context, Result};
@@ -15,6 +16,7 @@ pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Read::Seq { reverse } => scan(reverse, cx, ts),
         Read::Random { hot } => random(hot, cx, ts),
         Read::RandomFast => random_fast(cx, ts),
+        Read::EveryKey => every_key(cx, ts),
         Read::Multi => multi(cx, ts),
         Read::NewIterator => new_iterators(cx, ts),
         Read::ApproximateSizes => approximate_sizes(cx, ts),
@@ -90,6 +92,26 @@ fn random_fast(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Ok(Step::Did(OpType::Read, 0))
     })?;
     ts.stats.add_message(&format!("({found} of {read} found, issued {beyond} non-exist keys)\n"));
+    Ok(())
+}
+
+/// db_bench's `readtorowcache`: gets of keys 0 to `--num` - 1 in order on each thread (with
+/// `--use_existing_keys`, every key of the DB), one operation each; `--duration` is not read.
+/// Message: `(found of read found)` and a newline.
+fn every_key(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    let (mut next, mut found) = (0u64, 0u64);
+    cx.ops(p.flags_num, 1, false).read_limited(256).run(ts, |ts| {
+        p.key.encode(next, p.flags_num, &mut ts.key);
+        next += 1;
+        let mut bytes = 0;
+        if cx.get(ts)? {
+            found += 1;
+            bytes = (ts.key.len() + ts.scratch.len()) as u64;
+        }
+        Ok(Step::Did(OpType::Read, bytes))
+    })?;
+    ts.stats.add_message(&format!("({found} of {next} found)\n"));
     Ok(())
 }
 

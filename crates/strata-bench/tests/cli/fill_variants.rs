@@ -126,3 +126,52 @@ fn ingested_files_give_the_db_their_keys() {
     let errs = String::from_utf8_lossy(&o.stderr);
     assert!(errs.contains("--ingest_external_file_use_file_info=true not applied"), "{errs}");
 }
+
+/// `--use_existing_keys`: the DB's keys become the key space (`--num` their count, whatever
+/// was given), so every random read finds its key; readtorowcache needs the flag and a row
+/// cache, which Strata does not have.
+#[test]
+fn existing_keys_are_the_key_space() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let o = run(&db, &["--benchmarks=fillrandom", "--num=2000", "--key_size=24", "--seed=1"]);
+    assert!(o.status.success());
+    let o = run(
+        &db,
+        &[
+            "--benchmarks=readrandom",
+            "--use_existing_db",
+            "--use_existing_keys",
+            "--num=7",
+            "--key_size=24",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let line = out.lines().find(|l| l.starts_with("readrandom ")).expect("readrandom");
+    let n: Vec<u64> = line
+        .split('(')
+        .nth(1)
+        .expect("message")
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(n[0] == n[1] && n[1] > 1000 && n[1] < 2000, "every existing key found: {line}");
+    let o = run(&db, &["--benchmarks=readtorowcache", "--use_existing_db"]);
+    let errs = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        errs.contains("readtorowcache: set --use_existing_keys and a --row_cache_size"),
+        "{errs}"
+    );
+    let o = run(
+        &db,
+        &[
+            "--benchmarks=readtorowcache",
+            "--use_existing_db",
+            "--use_existing_keys",
+            "--row_cache_size=1048576",
+        ],
+    );
+    let errs = String::from_utf8_lossy(&o.stderr);
+    assert!(errs.contains("engine strata cannot honour --row_cache_size"), "{errs}");
+}
