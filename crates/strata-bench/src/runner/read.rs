@@ -48,18 +48,43 @@ fn scan(reverse: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
 }
 
 /// `--reads` gets of random keys per thread (`hot`: from the first 1% of the key space).
-/// Message: `(found of read found)`, ending in a newline as db_bench's does.
 pub(super) fn random(hot: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let p = cx.p;
     let exp_range = cx.flags().read_random_exp_range;
     let hot_range = p.flags_num.div_ceil(100).max(1);
-    let (mut read, mut found) = (0u64, 0u64);
-    cx.ops(p.reads, 1, true).read_limited(256).run(ts, |ts| {
-        let k = if hot {
+    gets(cx, ts, p.reads, true, |ts| {
+        if hot {
             ts.rand.next_u64() % hot_range
         } else {
             random_read_key(&mut ts.rand, p.flags_num, exp_range)
-        };
+        }
+    })
+}
+
+/// db_bench's `readtorowcache`: gets of keys 0 to `--num` - 1 in order on each thread (with
+/// `--use_existing_keys`, every key of the DB); `--duration` is not read.
+fn every_key(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let mut next = 0u64;
+    gets(cx, ts, cx.p.flags_num, false, |_| {
+        next += 1;
+        next - 1
+    })
+}
+
+/// `max` gets per thread (or `--duration` seconds when `timed`) of the key numbers `key`
+/// draws, one operation each, the bytes those of the entries found. Message: `(found of
+/// read found)`, ending in a newline as db_bench's does.
+fn gets(
+    cx: &Ctx<'_>,
+    ts: &mut Worker<'_>,
+    max: u64,
+    timed: bool,
+    mut key: impl FnMut(&mut Worker<'_>) -> u64,
+) -> Result<()> {
+    let p = cx.p;
+    let (mut read, mut found) = (0u64, 0u64);
+    cx.ops(max, 1, timed).read_limited(256).run(ts, |ts| {
+        let k = key(ts);
         p.key.encode(k, p.flags_num, &mut ts.key);
         read += 1;
         let mut bytes = 0;
@@ -92,26 +117,6 @@ fn random_fast(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Ok(Step::Did(OpType::Read, 0))
     })?;
     ts.stats.add_message(&format!("({found} of {read} found, issued {beyond} non-exist keys)\n"));
-    Ok(())
-}
-
-/// db_bench's `readtorowcache`: gets of keys 0 to `--num` - 1 in order on each thread (with
-/// `--use_existing_keys`, every key of the DB), one operation each; `--duration` is not read.
-/// Message: `(found of read found)` and a newline.
-fn every_key(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
-    let p = cx.p;
-    let (mut next, mut found) = (0u64, 0u64);
-    cx.ops(p.flags_num, 1, false).read_limited(256).run(ts, |ts| {
-        p.key.encode(next, p.flags_num, &mut ts.key);
-        next += 1;
-        let mut bytes = 0;
-        if cx.get(ts)? {
-            found += 1;
-            bytes = (ts.key.len() + ts.scratch.len()) as u64;
-        }
-        Ok(Step::Did(OpType::Read, bytes))
-    })?;
-    ts.stats.add_message(&format!("({found} of {next} found)\n"));
     Ok(())
 }
 
