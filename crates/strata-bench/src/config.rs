@@ -146,7 +146,7 @@ pub struct Config {
     /// The write counter of the latest `timeseries` (`crate::runner::timeseries`), set by
     /// the runner when one starts; with `--expire_style=compaction_filter` the engines open
     /// the DB with a compaction filter dropping the entries it says are expired.
-    pub time_series_clock: Option<crate::runner::timeseries::Clock>,
+    pub time_series_clock: Option<crate::expiry::Clock>,
 }
 
 fn default_db_dir() -> PathBuf {
@@ -317,52 +317,6 @@ impl Config {
                 f.num
             );
         }
-        if benchmarks_named(f, "readtorowcache") && (!f.use_existing_keys || f.row_cache_size <= 0)
-        {
-            bail!(
-                "readtorowcache: set --use_existing_keys and a --row_cache_size (db_bench's \
-                 condition)"
-            );
-        }
-        if benchmarks_named(f, "timeseries") {
-            if !matches!(f.expire_style.as_str(), "none" | "compaction_filter" | "delete") {
-                bail!("--expire_style={}: none, compaction_filter or delete", f.expire_style);
-            }
-            if f.expire_style == "compaction_filter" && !engine.has_compaction_filter() {
-                bail!(
-                    "--expire_style=compaction_filter: engine {} has no compaction filter",
-                    engine.name()
-                );
-            }
-            if f.key_id_range < 1 || f.key_size < 8 || f.num_deletion_threads < 0 {
-                bail!(
-                    "timeseries: --key_id_range={} must be at least 1, --key_size={} at least 8 \
-                     (an id, then the timestamp) and --num_deletion_threads={} not negative",
-                    f.key_id_range,
-                    f.key_size,
-                    f.num_deletion_threads
-                );
-            }
-        }
-        if benchmarks_named(f, "ingestexternalfile") {
-            let unreachable: Vec<String> = [
-                "ingest_external_file_file_opening_threads",
-                "ingest_external_file_fill_cache",
-                "ingest_external_file_prefetch_lmax_index_and_filter_blocks",
-                "ingest_external_file_use_file_info",
-            ]
-            .iter()
-            .filter(|n| !f.is_default(n))
-            .map(|n| format!("--{n}={}", f.value_text(n).unwrap_or_default()))
-            .collect();
-            if !unreachable.is_empty() {
-                bail!(
-                    "ingestexternalfile: {} not applied: the engines' ingestion options as \
-                     reached here have none of them (run with their defaults)",
-                    unreachable.join(" ")
-                );
-            }
-        }
         if f.writes_per_range_tombstone > 0 {
             if !f.expand_range_tombstones && !engine.has_range_deletion() {
                 bail!(
@@ -439,6 +393,7 @@ impl Config {
             if let Some(b) = catalog::find(&spec.name) {
                 check_unique_fill(f, b)?;
             }
+            check_benchmark_flags(f, engine, &spec.name)?;
             if spec.name == "mixgraph" {
                 crate::mixgraph::Model::new(f, num as i64).context("mixgraph")?;
             }
@@ -479,9 +434,57 @@ impl Config {
     }
 }
 
-/// Whether `--benchmarks` names `name` (with or without a repeat suffix).
-fn benchmarks_named(f: &Flags, name: &str) -> bool {
-    f.benchmarks.split(',').any(|b| b.trim().split('[').next() == Some(name))
+/// The flags some benchmarks need or cannot take, checked for benchmark `name`:
+/// readtorowcache's existing keys and row cache (db_bench's condition), timeseries' expiry
+/// style and key layout, and the ingestion options neither engine's ingestion reaches here.
+fn check_benchmark_flags(f: &Flags, engine: EngineKind, name: &str) -> Result<()> {
+    match name {
+        "readtorowcache" if !f.use_existing_keys || f.row_cache_size <= 0 => bail!(
+            "readtorowcache: set --use_existing_keys and a --row_cache_size (db_bench's \
+             condition)"
+        ),
+        "timeseries" => {
+            if !matches!(f.expire_style.as_str(), "none" | "compaction_filter" | "delete") {
+                bail!("--expire_style={}: none, compaction_filter or delete", f.expire_style);
+            }
+            if f.expire_style == "compaction_filter" && !engine.has_compaction_filter() {
+                bail!(
+                    "--expire_style=compaction_filter: engine {} has no compaction filter",
+                    engine.name()
+                );
+            }
+            if f.key_id_range < 1 || f.key_size < 8 || f.num_deletion_threads < 0 {
+                bail!(
+                    "timeseries: --key_id_range={} must be at least 1, --key_size={} at least 8 \
+                     (an id, then the timestamp) and --num_deletion_threads={} not negative",
+                    f.key_id_range,
+                    f.key_size,
+                    f.num_deletion_threads
+                );
+            }
+        }
+        "ingestexternalfile" => {
+            let unreachable: Vec<String> = [
+                "ingest_external_file_file_opening_threads",
+                "ingest_external_file_fill_cache",
+                "ingest_external_file_prefetch_lmax_index_and_filter_blocks",
+                "ingest_external_file_use_file_info",
+            ]
+            .iter()
+            .filter(|n| !f.is_default(n))
+            .map(|n| format!("--{n}={}", f.value_text(n).unwrap_or_default()))
+            .collect();
+            if !unreachable.is_empty() {
+                bail!(
+                    "ingestexternalfile: {} not applied: the engines' ingestion options as \
+                     reached here have none of them (run with their defaults)",
+                    unreachable.join(" ")
+                );
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// db_bench's checks of filluniquerandom's variants (`runner/fill_unique.rs`): disposable

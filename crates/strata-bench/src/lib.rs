@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod config;
 pub mod engine;
 pub mod engine_kind;
+pub mod expiry;
 pub mod flags;
 pub mod header;
 pub mod histogram;

@@ -87,14 +87,14 @@ pub struct WriteOpts {
 }
 
 /// timeseries' `--expire_style=compaction_filter` once a timeseries has started
-/// (`crate::runner::timeseries`): whether a key is expired by its write counter, for the
+/// (`crate::expiry`): whether a key is expired by its write counter, for the
 /// engines' compaction filters.
 pub(crate) fn expired_time_filter(cfg: &Config) -> Option<impl Fn(&[u8]) -> bool + Send + Sync> {
     let clock = cfg.time_series_clock.clone()?;
     let time_range = cfg.flags.time_range;
     (cfg.flags.expire_style == "compaction_filter").then_some(move |key: &[u8]| {
         let now = clock.load(std::sync::atomic::Ordering::Acquire);
-        crate::runner::timeseries::expired(now, key, time_range)
+        crate::expiry::expired(now, key, time_range)
     })
 }
 

@@ -891,16 +891,29 @@ fn count_found<V: AsRef<[u8]>>(
 fn verify_checksum(db: &DB) -> Result<()> {
     use rocksdb::AsRawPtr;
     let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
-    // SAFETY: `db` outlives the call; `err` is freed with `rocksdb_free`.
+    // SAFETY: `db` outlives the call; `err` is the API's error out-parameter.
     unsafe {
         librocksdb_sys::rocksdb_verify_checksum(db.as_raw_ptr(), &mut err);
-        if !err.is_null() {
-            let msg = std::ffi::CStr::from_ptr(err).to_string_lossy().into_owned();
-            librocksdb_sys::rocksdb_free(err.cast());
-            bail!("VerifyChecksum: {msg}");
-        }
+        c_result("VerifyChecksum", err)
     }
-    Ok(())
+}
+
+/// The outcome a C API call left in its error out-parameter: `Ok` when it is null, else its
+/// message (the string then freed) as an error of `what`.
+///
+/// # Safety
+/// `err` is null or a string the API allocated and nothing else frees.
+unsafe fn c_result(what: &str, err: *mut std::ffi::c_char) -> Result<()> {
+    if err.is_null() {
+        return Ok(());
+    }
+    // SAFETY: as the caller promises, a NUL-terminated string of the API's, freed once.
+    let msg = unsafe {
+        let msg = std::ffi::CStr::from_ptr(err).to_string_lossy().into_owned();
+        librocksdb_sys::rocksdb_free(err.cast());
+        msg
+    };
+    bail!("{what}: {msg}")
 }
 
 /// `DB::CompactFiles` through the C API (the `rocksdb` crate does not wrap it). Default
@@ -908,7 +921,7 @@ fn verify_checksum(db: &DB) -> Result<()> {
 /// one output file where db_bench asks for `target_file_size_base`-sized ones.
 fn compact_files(db: &DB, names: &[String], output_level: usize) -> Result<()> {
     use rocksdb::AsRawPtr;
-    use std::ffi::{c_char, CStr, CString};
+    use std::ffi::{c_char, CString};
 
     let level = i32::try_from(output_level).context("compact_files: output level")?;
     let c_names = names.iter().map(|n| CString::new(n.as_str())).collect::<Result<Vec<_>, _>>()?;
@@ -918,7 +931,7 @@ fn compact_files(db: &DB, names: &[String], output_level: usize) -> Result<()> {
     let mut err: *mut c_char = std::ptr::null_mut();
     // SAFETY: `db` outlives the call; `opts` is created here and destroyed below; `ptrs`
     // points into `c_names`, NUL-terminated strings alive for the call; the output arrays
-    // are released with the API's own destroy function; `err` is freed with `rocksdb_free`.
+    // are released with the API's own destroy function; `err` goes to `c_result`.
     unsafe {
         let opts = librocksdb_sys::rocksdb_compaction_options_create();
         librocksdb_sys::rocksdb_compact_files(
@@ -937,13 +950,8 @@ fn compact_files(db: &DB, names: &[String], output_level: usize) -> Result<()> {
         if !out_names.is_null() {
             librocksdb_sys::rocksdb_compact_files_output_file_names_destroy(out_names, out_len);
         }
-        if !err.is_null() {
-            let msg = CStr::from_ptr(err).to_string_lossy().into_owned();
-            librocksdb_sys::rocksdb_free(err.cast());
-            bail!("CompactFiles: {msg}");
-        }
+        c_result("CompactFiles", err)
     }
-    Ok(())
 }
 
 struct RocksIter<'a> {

@@ -120,8 +120,7 @@ pub(super) fn db(cfg: &Config, o: &mut Options) -> Result<()> {
     }
     o.set_blob_compaction_readahead_size(f.blob_compaction_readahead_size);
     let b = u8::from;
-    let size_t = |name: &str, v: i64| fit::<usize>(name, v);
-    let log_readahead = size_t("log_readahead_size", f.log_readahead_size)?;
+    let log_readahead = fit::<usize>("log_readahead_size", f.log_readahead_size)?;
     let history = fit::<usize>("stats_history_buffer_size", f.stats_history_buffer_size)?;
     let scan_trigger =
         fit::<u32>("memtable_op_scan_flush_trigger", f.memtable_op_scan_flush_trigger)?;

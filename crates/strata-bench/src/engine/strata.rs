@@ -486,7 +486,7 @@ impl std::ops::Deref for Handle {
 struct StrataEngine {
     db: Handle,
     /// The options the DB was opened with (its table files' format, for
-    /// `table_file_writer`).
+    /// `write_table_file`).
     opts: Options,
     /// With `--num_column_families` > 1: the families keys are spread over, by index (0 is
     /// `default`, kept as `None`); empty otherwise.
@@ -667,7 +667,7 @@ impl Engine for StrataEngine {
 
     fn ingest_files(&self, paths: &[std::path::PathBuf]) -> Result<()> {
         let o = strata::IngestExternalFileOptions { move_files: true, ..Default::default() };
-        Ok(self.db.ingest_external_file_opts(&o, paths.to_vec())?)
+        Ok(self.db.ingest_external_file_opts(&o, paths)?)
     }
 
     fn approximate_sizes(

@@ -81,6 +81,7 @@ fn compress_reject(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let input = input_block(cx);
     let fraction = (cx.flags().compression_ratio - 0.10).max(0.0);
     let budget = ((fraction * input.len() as f64) as usize).max(1);
+    let percent = budget as f64 * 100.0 / input.len() as f64;
     let mut out = Vec::new();
     let mut zstd = match cx.cfg.compression {
         Compression::Zstd => Some(zstd::bulk::Compressor::new(zstd_level(cx))?),
@@ -101,18 +102,14 @@ fn compress_reject(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         };
         if fits {
             bail!(
-                "compressreject: the block compressed into {budget} bytes ({:.1}% of its {}), \
-                 so it was not rejected; try a smaller --compression_ratio",
-                budget as f64 * 100.0 / input.len() as f64,
+                "compressreject: the block compressed into {budget} bytes ({percent:.1}% of its \
+                 {}), so it was not rejected; try a smaller --compression_ratio",
                 input.len()
             );
         }
         Ok(Step::Did(OpType::Compress, input.len() as u64))
     })?;
-    ts.stats.add_message(&format!(
-        "(rejected; output buffer {:.1}% of input)",
-        budget as f64 * 100.0 / input.len() as f64
-    ));
+    ts.stats.add_message(&format!("(rejected; output buffer {percent:.1}% of input)"));
     Ok(())
 }
 

@@ -27,7 +27,7 @@ mod plan;
 mod range_tombstones;
 mod read;
 mod seek;
-pub mod timeseries;
+mod timeseries;
 mod transaction;
 
 pub use plan::Params;

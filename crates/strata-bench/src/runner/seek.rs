@@ -81,6 +81,7 @@ pub(super) fn seek_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     // Checked non-negative in `crate::config`.
     let to_delete = f.seek_nexts_to_delete as u64;
     let reverse = f.reverse_iterator;
+    let step = |it: &mut dyn EngineIter| if reverse { it.prev() } else { it.next() };
     let distance = f.max_scan_distance as u64;
     let mut bound = Vec::with_capacity(p.key.key_size);
     let mut value_buf = [0u8; 256];
@@ -126,11 +127,7 @@ pub(super) fn seek_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
             let n = v.len().min(value_buf.len());
             value_buf[..n].copy_from_slice(&v[..n]);
             bytes += (it.key().len() + v.len()) as u64;
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
-            }
+            step(it);
             j += 1;
         }
         // `--seek_nexts_to_delete`: the keys after the scan deleted, one by one in the scan's
@@ -138,11 +135,7 @@ pub(super) fn seek_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         let mut j = 0;
         while j < to_delete && it.valid() {
             engine.delete(it.key(), &WriteOpts::default()).context("delete error")?;
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
-            }
+            step(it);
             j += 1;
         }
         it.status().context("iterator error")?;

@@ -17,24 +17,14 @@
 //! expired entries until it meets one that is not.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
 use super::op_loop::{Ctx, Step, Worker};
 use crate::engine::Bounds;
+use crate::expiry::{expired, stamp};
 use crate::rate_limiter::RateLimiter;
 use crate::stats::OpType;
-
-/// The write counter of one timeseries run, shared with its compaction filter.
-pub type Clock = Arc<AtomicU64>;
-
-/// Whether the entry `key` is expired at `now` (the counter's value).
-pub fn expired(now: u64, key: &[u8], time_range: u64) -> bool {
-    let stamp = key.get(8..key.len().min(16)).unwrap_or(&[]);
-    let ts = stamp.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
-    now.wrapping_sub(ts) > time_range
-}
 
 pub(super) fn run(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let clock = cx.cfg.time_series_clock.clone().context("timeseries runs without its clock")?;
@@ -57,12 +47,7 @@ fn write(cx: &Ctx<'_>, ts: &mut Worker<'_>, clock: &AtomicU64) -> Result<()> {
     let mut gen = cx.values();
     cx.ops(p.writes, 1, true).run(ts, |ts| {
         p.key.encode(ts.rand.next_u64() % ids, p.flags_num, &mut ts.key);
-        let now = clock.load(Ordering::Acquire);
-        let fill = ts.key.len().saturating_sub(8).min(8);
-        for (i, b) in ts.key[8..8 + fill].iter_mut().enumerate() {
-            *b = (now >> ((fill - i - 1) * 8)) as u8;
-        }
-        clock.fetch_add(1, Ordering::AcqRel);
+        stamp(&mut ts.key, clock.fetch_add(1, Ordering::AcqRel));
         let v = gen.generate();
         engine.put(&ts.key, v, &p.wo).context("put error")?;
         let n = (ts.key.len() + v.len()) as u64;
@@ -145,22 +130,4 @@ fn read_or_delete(
     })?;
     ts.stats.add_message(&format!("({found} of {read} found)"));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::expired;
-
-    #[test]
-    fn an_entry_expires_once_the_counter_is_more_than_the_range_past_it() {
-        let mut key = vec![0u8; 16];
-        key[8..16].copy_from_slice(&1000u64.to_be_bytes());
-        assert!(!expired(1100, &key, 100));
-        assert!(expired(1101, &key, 100));
-        // Keys shorter than 16 bytes hold the timestamp's low bytes.
-        let short = [0, 0, 0, 0, 0, 0, 0, 0, 0x03, 0xE8];
-        assert!(!expired(1100, &short, 100) && expired(1101, &short, 100));
-        // A key of 8 bytes holds no timestamp: 0.
-        assert!(expired(101, &[7u8; 8], 100));
-    }
 }

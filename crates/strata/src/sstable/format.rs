@@ -264,24 +264,46 @@ pub fn check_block(
     let size = handle.size as usize;
     let mut outcome = Err(bad("the file returned no bytes for the block".to_string()));
     file.read_exact_with(handle.offset, size + BLOCK_TRAILER_LEN, &mut |buf| {
-        let buf: &[u8] = &buf;
-        let ty_byte = buf[size];
+        outcome = check_trailer(path, handle, &buf, checksum, true).map(drop);
+    })?;
+    outcome
+}
+
+/// Checks the trailer of `buf`, the bytes of the block at `handle` with its trailer: its
+/// length, the checksum (only when `verify_checksum`) and the compression type, which it
+/// returns. Errors carry `path` and the block's offset.
+#[inline]
+fn check_trailer(
+    path: &std::path::Path,
+    handle: BlockHandle,
+    buf: &[u8],
+    checksum: ChecksumType,
+    verify_checksum: bool,
+) -> Result<CompressionType> {
+    let bad = |reason: String| Error::corruption(path, handle.offset, reason);
+    let size = handle.size as usize;
+    if buf.len() != size + BLOCK_TRAILER_LEN {
+        return Err(bad(format!(
+            "block of {} bytes where its handle says {}",
+            buf.len(),
+            size + BLOCK_TRAILER_LEN
+        )));
+    }
+    let ty_byte = buf[size];
+    if verify_checksum {
         let expected = decode_fixed32(buf, size + 1);
         let actual = checksum.compute(&buf[..size], &[ty_byte]);
-        outcome = if expected != actual {
-            Err(Error::ChecksumMismatch {
+        if expected != actual {
+            return Err(Error::ChecksumMismatch {
                 file: path.to_path_buf(),
                 offset: handle.offset,
                 expected,
                 actual,
-            })
-        } else if CompressionType::from_u8(ty_byte).is_none() {
-            Err(bad(format!("unknown compression type {ty_byte}")))
-        } else {
-            Ok(())
-        };
-    })?;
-    outcome
+            });
+        }
+    }
+    CompressionType::from_u8(ty_byte)
+        .ok_or_else(|| bad(format!("unknown compression type {ty_byte}")))
 }
 
 /// Checks the trailer of `buf`, the bytes of the block at `handle` with its trailer (the
@@ -295,30 +317,8 @@ pub fn decode_block(
     checksum: ChecksumType,
     verify_checksum: bool,
 ) -> Result<Vec<u8>> {
-    let bad = |reason: String| Error::corruption(path, handle.offset, reason);
     let size = handle.size as usize;
-    if buf.len() != size + BLOCK_TRAILER_LEN {
-        return Err(bad(format!(
-            "block of {} bytes where its handle says {}",
-            buf.len(),
-            size + BLOCK_TRAILER_LEN
-        )));
-    }
-    let ty_byte = buf[size];
-    if verify_checksum {
-        let expected = decode_fixed32(&buf, size + 1);
-        let actual = checksum.compute(&buf[..size], &[ty_byte]);
-        if expected != actual {
-            return Err(Error::ChecksumMismatch {
-                file: path.to_path_buf(),
-                offset: handle.offset,
-                expected,
-                actual,
-            });
-        }
-    }
-    let ty = CompressionType::from_u8(ty_byte)
-        .ok_or_else(|| bad(format!("unknown compression type {ty_byte}")))?;
+    let ty = check_trailer(path, handle, &buf, checksum, verify_checksum)?;
     match ty {
         CompressionType::None => Ok(match buf {
             Cow::Owned(mut v) => {
