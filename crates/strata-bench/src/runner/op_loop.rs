@@ -175,6 +175,18 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Counts its thread as done when dropped, whether the thread's work returned or panicked:
+/// the threads that run until the others are done (the *while* benchmarks' background
+/// writer, timeseries' readers) then stop, and the panic reaches the run as an error when the
+/// thread is joined, instead of a wait for ever.
+struct Done<'a>(&'a AtomicUsize);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// A fill writer's sine clock ([`Ctx::sine_write`]).
 pub(super) struct SineWrite {
     start: Instant,
@@ -469,10 +481,11 @@ impl Runner {
                             scratch: Vec::new(),
                         };
                         barrier.wait();
+                        let done = Done(&cx.shared.num_done);
                         ts.stats.start();
                         let r = work(cx, &mut ts);
                         ts.stats.stop();
-                        cx.shared.num_done.fetch_add(1, Ordering::SeqCst);
+                        drop(done);
                         r.map(|()| ts.stats)
                     })
                 })
@@ -504,7 +517,35 @@ impl Runner {
 
 #[cfg(test)]
 mod tests {
-    use super::Deadline;
+    use super::{Deadline, Done};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// A thread whose work panics still counts as done, so a thread waiting for it (as
+    /// timeseries' readers wait for the writer) stops, and the panic comes back at the join.
+    #[test]
+    fn a_panicking_thread_counts_as_done() {
+        let num_done = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let start = Instant::now();
+                while num_done.load(Ordering::Acquire) == 0 {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(10),
+                        "the waiter was left waiting"
+                    );
+                    std::thread::yield_now();
+                }
+            });
+            let worker = s.spawn(|| {
+                let _done = Done(&num_done);
+                panic!("a benchmark's own bug");
+            });
+            assert!(worker.join().is_err(), "the panic reaches the join");
+            waiter.join().expect("the waiter stops");
+        });
+        assert_eq!(num_done.load(Ordering::Acquire), 1);
+    }
 
     #[test]
     fn deadline_counts() {
