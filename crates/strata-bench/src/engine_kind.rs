@@ -144,6 +144,7 @@ impl EngineKind {
 /// Engine-class flags Strata applies (`engine/strata.rs`, `build_options`).
 pub const STRATA_HONOURED_FLAGS: &[&str] = &[
     "options_file",
+    "row_cache_size",
     "readonly",
     "readahead_size",
     "total_order_seek",

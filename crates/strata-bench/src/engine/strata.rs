@@ -108,6 +108,9 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     }
     o.block_cache_size = if f.cache_size <= 0 { 0 } else { usize_of("cache_size", f.cache_size)? };
     o.block_cache = block_cache(cfg)?;
+    if f.row_cache_size > 0 {
+        o.row_cache = Some(Cache::new_lru(usize_of("row_cache_size", f.row_cache_size)?));
+    }
     // db_bench: < 0 keeps the table default, which in RocksDB is no filter.
     o.bloom_bits_per_key = if f.bloom_bits <= 0 { 0 } else { f.bloom_bits as u32 };
     o.block_size = usize_of("block_size", f.block_size)?;

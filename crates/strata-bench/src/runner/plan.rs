@@ -116,8 +116,8 @@ mod tests {
 
     #[test]
     fn every_catalog_name_is_accepted_and_planned() {
-        // readtorowcache needs a row cache, which no engine always built here has (its
-        // refusal is tested in `tests/cli/catalog.rs`).
+        // readtorowcache needs flags of its own (existing keys, a row cache: its refusal
+        // without them is tested in `tests/cli/catalog.rs`).
         for b in catalog::BENCHMARKS.iter().filter(|b| b.name != "readtorowcache") {
             let c = cfg(&[
                 &format!("--benchmarks={}", b.name),

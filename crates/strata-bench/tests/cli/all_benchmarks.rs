@@ -82,7 +82,8 @@ fn db_benchmarks() -> Vec<&'static str> {
         Workload::Admin(Admin::Open) => 2,
         _ => 1,
     };
-    // readtorowcache needs a row cache, which Strata has not (`existing_keys_are_the_key_space`).
+    // readtorowcache needs flags of its own (existing keys, a row cache): run in
+    // `existing_keys_are_the_key_space`.
     let mut rows: Vec<&Benchmark> = BENCHMARKS
         .iter()
         .filter(|b| b.family() != Family::Micro && !b.workload.is_inline())

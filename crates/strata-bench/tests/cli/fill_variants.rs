@@ -166,12 +166,40 @@ fn existing_keys_are_the_key_space() {
     let o = run(
         &db,
         &[
+            "--benchmarks=readtorowcache,readrandom",
+            "--use_existing_db",
+            "--use_existing_keys",
+            "--row_cache_size=1048576",
+            "--reads=3000",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let found = |name: &str| {
+        let line = out.lines().find(|l| l.starts_with(name)).expect(name);
+        let n: Vec<u64> = line
+            .split('(')
+            .nth(1)
+            .expect("message")
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        (n[0], n[1])
+    };
+    let (got, of) = found("readtorowcache ");
+    assert!(got == of && of > 1000, "every existing key read once, through the row cache: {out}");
+    let (got, of) = found("readrandom ");
+    assert!(got == of && of == 3000, "then found again: {out}");
+    let o = run(
+        &db,
+        &[
             "--benchmarks=readtorowcache",
             "--use_existing_db",
             "--use_existing_keys",
             "--row_cache_size=1048576",
+            "--engine=memory",
         ],
     );
     let errs = String::from_utf8_lossy(&o.stderr);
-    assert!(errs.contains("engine strata cannot honour --row_cache_size"), "{errs}");
+    assert!(errs.contains("engine memory cannot honour --row_cache_size"), "{errs}");
 }

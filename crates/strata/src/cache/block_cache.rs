@@ -18,15 +18,19 @@
 //! blocks than the CPU keeps, so a block a read finds in it has mostly left the CPU's caches
 //! (the reader then asks for a small block whole before its seek, `sstable/block.rs`). One
 //! that is not full, or smaller, hands out blocks read recently enough to be near.
+//!
+//! A handle given to a DB as its row cache (`Options::row_cache`) also holds that DB's rows
+//! (`row_cache.rs`), on a side of its own made at the first such use; the handle's usage,
+//! capacity and counters cover both sides.
 
 use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::{
     block_hash, Admission, AnyCache, CacheKey, CacheType, Doorkeeper, HyperClockCacheOptions,
-    LruCache, LruCacheOptions, Priority,
+    LruCache, LruCacheOptions, Priority, RowCache,
 };
 use crate::error::Result;
 use crate::util::cpu_caches;
@@ -61,6 +65,8 @@ struct Shared<B> {
     doorkeeper: Option<Doorkeeper>,
     /// [`BlockCache::blocks_cold`], as of the last offer.
     cold: AtomicBool,
+    /// The rows, once the handle is some DB's row cache ([`BlockCache::rows`]).
+    rows: OnceLock<RowCache>,
 }
 
 impl<B: CachedBlock> Shared<B> {
@@ -69,7 +75,7 @@ impl<B: CachedBlock> Shared<B> {
             Admission::Always => None,
             Admission::SecondMiss => Some(Doorkeeper::new(cache.capacity())),
         };
-        Shared { cache, doorkeeper, cold: AtomicBool::new(false) }
+        Shared { cache, doorkeeper, cold: AtomicBool::new(false), rows: OnceLock::new() }
     }
 }
 
@@ -114,15 +120,17 @@ impl<B: CachedBlock> BlockCache<B> {
         self.inner.cache.cache_type()
     }
 
-    /// Bytes of charge held (exact when no operation runs).
+    /// Bytes of charge held (exact when no operation runs), blocks and rows.
     pub fn usage(&self) -> usize {
-        self.inner.cache.usage()
+        self.inner.cache.usage() + self.inner.rows.get().map_or(0, RowCache::usage)
     }
 
     /// Approximate memory the cache takes: the charge it holds ([`Self::usage`]) and its own
     /// structures (shards, hash tables, slot arrays), which exist even when it is empty.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.usage() + self.inner.cache.structure_bytes()
+        self.usage()
+            + self.inner.cache.structure_bytes()
+            + self.inner.rows.get().map_or(0, RowCache::structure_bytes)
     }
 
     /// The byte capacity.
@@ -138,6 +146,9 @@ impl<B: CachedBlock> BlockCache<B> {
     /// one grown is no longer full, which its next offer notes.
     pub fn set_capacity(&self, capacity: usize) {
         self.inner.cache.set_capacity(capacity);
+        if let Some(rows) = self.inner.rows.get() {
+            rows.set_capacity(capacity);
+        }
         if capacity <= cpu_caches::last_level_bytes() {
             self.inner.cold.store(false, Relaxed);
         }
@@ -146,7 +157,7 @@ impl<B: CachedBlock> BlockCache<B> {
     /// Bytes of charge of the entries readers hold right now (RocksDB's `GetPinnedUsage`):
     /// blocks an iterator or a pinned read has, counted shard by shard.
     pub fn pinned_usage(&self) -> usize {
-        self.inner.cache.pinned_usage()
+        self.inner.cache.pinned_usage() + self.inner.rows.get().map_or(0, RowCache::pinned_usage)
     }
 
     /// The largest charge one entry can have and be kept (a shard's capacity).
@@ -154,14 +165,19 @@ impl<B: CachedBlock> BlockCache<B> {
         self.inner.cache.capacity() / self.inner.cache.num_shards().max(1)
     }
 
-    /// Lookups that hit, over every user.
+    /// Lookups that hit, over every user, of blocks and rows.
     pub fn hits(&self) -> u64 {
-        self.inner.cache.hits()
+        self.inner.cache.hits() + self.inner.rows.get().map_or(0, RowCache::hits)
     }
 
     /// Lookups that missed.
     pub fn misses(&self) -> u64 {
-        self.inner.cache.misses()
+        self.inner.cache.misses() + self.inner.rows.get().map_or(0, RowCache::misses)
+    }
+
+    /// The row side (module doc), made with the handle's capacity at the first call.
+    pub fn rows(&self) -> &RowCache {
+        self.inner.rows.get_or_init(|| RowCache::new(self.inner.cache.capacity()))
     }
 
     /// Whether two handles share one cache.

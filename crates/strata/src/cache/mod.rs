@@ -1,4 +1,5 @@
-//! Caches: the block cache (uncompressed blocks by owner, file and offset) and the table cache.
+//! Caches: the block cache (uncompressed blocks by owner, file and offset), the row cache
+//! (what a point read found for a key in a table, `row_cache.rs`) and the table cache.
 //!
 //! Two implementations behind one interface ([`AnyCache`]):
 //! - [`LruCache`] (`sharded_lru.rs`, `lru.rs`): sharded strict LRU, a mutex per shard, with an
@@ -20,6 +21,7 @@ pub mod clock;
 mod hash;
 mod lru;
 mod options;
+mod row_cache;
 mod sharded_lru;
 mod striped;
 
@@ -31,6 +33,7 @@ pub use block_cache::{BlockCache, CachedBlock};
 pub use clock::{ClockCache, ClockHandle};
 pub use hash::{MixBuildHasher, MixHasher};
 pub use options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
+pub use row_cache::{Row, RowCache};
 pub(crate) use sharded_lru::default_shard_bits;
 pub use sharded_lru::LruCache;
 

@@ -54,6 +54,7 @@ mod properties;
 mod read;
 mod recover;
 mod rocksdb_api;
+mod row_cache;
 mod snapshot_reads;
 mod timestamps;
 pub(crate) mod ts_iter;
@@ -294,6 +295,8 @@ pub(crate) struct DbInner {
     /// and by a property read; a leaf lock.
     pub delayed_rate: Mutex<write::rate::DelayedRate>,
     pub table_cache: Arc<TableCache>,
+    /// The row cache (`Options::row_cache`), under this open's owner id.
+    pub row_cache: Option<row_cache::RowCacheAccess>,
     /// The DB's blob files, as reads and compactions read them (`crate::blob`).
     pub blobs: Arc<crate::blob::BlobSource>,
     /// The blob files of values written at commit whose memtables are held (`blob_log.rs`).

@@ -763,6 +763,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         blobs,
         blob_logs: Arc::new(BlobLogs::new(p.wal_refs)),
         table_cache: p.table_cache,
+        row_cache: p.opts.row_cache.clone().map(super::row_cache::RowCacheAccess::new),
         snapshots: Arc::default(),
         stats: db_stats,
         info_log: p.info_log,

@@ -1,6 +1,7 @@
 //! Point reads: memtables newest first, then L0 newest first, then one file per deeper level.
 
 use super::pinnable::DbPinnableSlice;
+use super::row_cache::Recorder;
 use super::{Cfd, DbInner};
 use crate::error::{Error, Result};
 use crate::key::{append_internal_key, parse_internal_key, user_key};
@@ -69,14 +70,24 @@ impl<'a> GetContext<'a> {
     #[inline]
     fn cover(&mut self, f: Option<&crate::range_del::FragmentedTombstones>, read_seq: SeqNo) {
         if let Some(f) = f {
-            self.covered_below =
-                self.covered_below.max(f.max_covering_seq(self.user_key, read_seq));
+            self.cover_seq(f.max_covering_seq(self.user_key, read_seq));
         }
+    }
+
+    /// Takes into account a source's newest tombstone covering the key (0: none).
+    #[inline]
+    pub(super) fn cover_seq(&mut self, covering: SeqNo) {
+        self.covered_below = self.covered_below.max(covering);
+    }
+
+    /// Ends the lookup with `e`.
+    pub(super) fn fail(&mut self, e: Error) {
+        self.state = Lookup::Failed(e);
     }
 
     /// Once a tombstone covers the key, every entry in older sources is older than it (the
     /// LSM order of sources), so the lookup ends as if a deletion were found.
-    fn end_if_covered(&mut self) {
+    pub(super) fn end_if_covered(&mut self) {
         if !self.is_done() && self.covered_below > SeqNo::ZERO {
             self.state = if self.operands.is_empty() { Lookup::Deleted } else { self.merge(None) };
         }
@@ -216,8 +227,12 @@ impl<'a> GetContext<'a> {
         }
     }
 
-    fn is_done(&self) -> bool {
+    pub(super) fn is_done(&self) -> bool {
         !matches!(self.state, Lookup::Searching)
+    }
+
+    fn failed(&self) -> bool {
+        matches!(self.state, Lookup::Failed(_))
     }
 }
 
@@ -450,20 +465,43 @@ fn search(
             readahead_size: 0,
             cache_only: opts.cache_only(),
         };
-        // One table: its tombstones first (they apply even where the filter says no), then
-        // its entries if the Bloom filter lets the key through.
+        // One table: its row in the row cache if there is one (`row_cache.rs`); else its
+        // tombstones first (they apply even where the filter says no), then its entries if
+        // the Bloom filter lets the key through.
         let search_table = |ctx: &mut GetContext<'_>, f: &TableFile, level: usize| -> Result<()> {
+            let rows = inner.row_cache.as_ref();
+            let stats = inner.stats.user_statistics().map(|s| &**s);
+            if let Some(row) = rows.and_then(|r| r.lookup(f, seq, key, stats)) {
+                super::row_cache::replay(&row, key, ctx);
+                return Ok(());
+            }
             let t = inner.table_cache.reader_at(f.number, &f.pinned, level)?;
-            ctx.cover(t.fragmented_range_tombstones().map(|a| &**a), seq);
+            let tombstones = t.fragmented_range_tombstones();
+            let cover = tombstones.map_or(SeqNo::ZERO, |ts| ts.max_covering_seq(key, seq));
+            ctx.cover_seq(cover);
+            let mut rec = rows.filter(|_| opts.fill_cache).map(|_| Recorder::new(cover));
             if filter_passes(tickers, &t, key)? {
-                t.get_in_blocks(lkey, &ro, |block, k, v| {
-                    let more = ctx.add(k, v);
-                    ctx.pin_found(|| DbPinnableSlice::in_block(block, v));
-                    more
-                })?;
+                match &mut rec {
+                    None => t.get_in_blocks(lkey, &ro, |block, k, v| {
+                        let more = ctx.add(k, v);
+                        ctx.pin_found(|| DbPinnableSlice::in_block(block, v));
+                        more
+                    })?,
+                    Some(rec) => t.get_in_blocks(lkey, &ro, |block, k, v| {
+                        rec.take(k, v, key);
+                        let more = ctx.add(k, v);
+                        ctx.pin_found(|| DbPinnableSlice::in_block(block, v));
+                        more
+                    })?,
+                }
                 ctx.name_file(t.path());
             }
             ctx.end_if_covered();
+            if let (Some(rows), Some(rec)) = (rows, rec) {
+                if rec.holds_entries() && !ctx.failed() {
+                    rows.insert(f, seq, key, rec);
+                }
+            }
             Ok(())
         };
         'levels: for (level, files) in sv.version.levels.iter().enumerate() {

@@ -12,7 +12,7 @@ use super::table_factories::{
     BlockBasedTablePinningTier, CuckooTableOptions, DataBlockIndexType, MemtableFactory,
     PlainTableFactoryOptions,
 };
-use crate::sstable::{Cache, CompressionType};
+use crate::sstable::CompressionType;
 
 /// RocksDB's `CompressionOptions` (`set_compression_options`): the zlib window, the level,
 /// the strategy and the dictionary size. The level is applied (as `Options::zstd_level` when
@@ -182,8 +182,6 @@ pub struct AcceptedOptions {
     /// the flush order; with it off (writes with `disable_wal`), Strata flushes families one
     /// by one, so a crash may keep one family's unsynced writes and not another's.
     pub atomic_flush: bool,
-    /// `row_cache`: point reads are served by the block cache.
-    pub row_cache: Option<Cache>,
     /// `max_log_file_size`: the LOG is rolled at open only.
     pub max_log_file_size: usize,
     /// `log_file_time_to_roll`.
@@ -253,7 +251,6 @@ impl Default for AcceptedOptions {
             skip_stats_update_on_db_open: false,
             allow_mmap_writes: false,
             atomic_flush: false,
-            row_cache: None,
             max_log_file_size: 0,
             log_file_time_to_roll: 0,
             arena_block_size: 0,
@@ -331,13 +328,6 @@ impl AcceptedOptions {
             ),
             ("allow_mmap_writes", u8::from(self.allow_mmap_writes).to_string()),
             ("atomic_flush", u8::from(self.atomic_flush).to_string()),
-            (
-                "row_cache",
-                self.row_cache.as_ref().map_or_else(
-                    || "None".to_string(),
-                    |c| format!("{:?} of {} bytes (not used)", c.cache_type(), c.capacity()),
-                ),
-            ),
             ("max_log_file_size", self.max_log_file_size.to_string()),
             ("log_file_time_to_roll", self.log_file_time_to_roll.to_string()),
             ("arena_block_size", self.arena_block_size.to_string()),

@@ -67,9 +67,9 @@ impl Options {
         self.accepted.arena_block_size = size;
     }
 
-    /// `row_cache`: kept (point reads are served by the block cache).
+    /// `row_cache` (`Options::row_cache`).
     pub fn set_row_cache(&mut self, cache: &Cache) {
-        self.accepted.row_cache = Some(cache.clone());
+        self.row_cache = Some(cache.clone());
     }
 
     /// `enable_write_thread_adaptive_yield` (`Options::enable_write_thread_adaptive_yield`).
