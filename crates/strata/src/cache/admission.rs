@@ -52,7 +52,13 @@ pub struct Doorkeeper {
 impl Doorkeeper {
     /// A doorkeeper for a cache of `capacity` bytes.
     pub fn new(capacity: usize) -> Self {
-        let bits = (capacity / 1024).saturating_mul(BITS_PER_KIB).clamp(MIN_BITS, MAX_BITS);
+        Self::for_entries(capacity, 1024)
+    }
+
+    /// A doorkeeper for a cache of `capacity` bytes whose entries are about `entry` bytes
+    /// (the row cache's): as many bits per entry as a block cache's per KiB.
+    pub fn for_entries(capacity: usize, entry: usize) -> Self {
+        let bits = (capacity / entry.max(1)).saturating_mul(BITS_PER_KIB).clamp(MIN_BITS, MAX_BITS);
         let words = bits.next_power_of_two() / 64;
         Doorkeeper {
             words: (0..words).map(|_| AtomicU64::new(0)).collect(),

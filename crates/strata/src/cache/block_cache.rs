@@ -177,7 +177,8 @@ impl<B: CachedBlock> BlockCache<B> {
 
     /// The row side (module doc), made with the handle's capacity at the first call.
     pub fn rows(&self) -> &RowCache {
-        self.inner.rows.get_or_init(|| RowCache::new(self.inner.cache.capacity()))
+        let second_miss = self.inner.doorkeeper.is_some();
+        self.inner.rows.get_or_init(|| RowCache::new(self.inner.cache.capacity(), second_miss))
     }
 
     /// Whether two handles share one cache.

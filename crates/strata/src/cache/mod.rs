@@ -33,7 +33,7 @@ pub use block_cache::{BlockCache, CachedBlock};
 pub use clock::{ClockCache, ClockHandle};
 pub use hash::{MixBuildHasher, MixHasher};
 pub use options::{CacheType, HyperClockCacheOptions, LruCacheOptions};
-pub use row_cache::{Row, RowCache};
+pub use row_cache::{Probe, Row, RowCache};
 pub(crate) use sharded_lru::default_shard_bits;
 pub use sharded_lru::LruCache;
 

@@ -10,6 +10,12 @@
 //! is both a DB's block cache and its row cache holds up to its capacity on each side, where
 //! RocksDB's one cache would hold both in one budget (`docs/rocksdb-compat.md`).
 //!
+//! A full row cache takes in what the handle's block side would (`admission.rs`): with
+//! [`Admission::SecondMiss`](super::Admission), the handle's default, only a row missed before
+//! within the last two cache-fulls of misses, so reads spread evenly over more keys than it
+//! holds do not pay an insert and an eviction at each miss; with `Always`, every row, as
+//! RocksDB's row cache. A miss tells the reader whether to record the row at all.
+//!
 //! Entries are keyed by a [`CacheKey`]: the reading DB's owner id, the table's file number and,
 //! in place of an offset, a hash of the user key and the read's visibility tag. The entry keeps
 //! the key and the tag, and a lookup compares both, so two keys of one hash never answer for
@@ -18,7 +24,7 @@
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use super::{CacheKey, LruCache, MixHasher, Priority};
+use super::{CacheKey, Doorkeeper, LruCache, MixHasher, Priority};
 
 /// What one table file gave one point read of `user_key` (the bytes are the reader's).
 pub struct Row {
@@ -37,15 +43,34 @@ impl Row {
 /// The rows of every DB that has the handle as its row cache.
 pub struct RowCache {
     rows: LruCache<CacheKey, Row>,
+    /// Recent misses, for second-miss admission; None to take in every row.
+    doorkeeper: Option<Doorkeeper>,
+}
+
+/// What a lookup found.
+pub enum Probe {
+    /// The row.
+    Hit(Arc<Row>),
+    /// No row.
+    Miss {
+        /// Whether the cache would take one in now (module doc).
+        keep: bool,
+    },
 }
 
 /// Bytes an entry costs beyond its key and data: the row, its key and the LRU's node.
 const ENTRY_OVERHEAD: usize = 96;
+/// The data a row is taken to hold when admission is decided, before it is read.
+const TYPICAL_DATA: usize = 64;
 
 impl RowCache {
-    /// A row cache of `capacity` bytes.
-    pub fn new(capacity: usize) -> Self {
-        RowCache { rows: LruCache::new(capacity) }
+    /// A row cache of `capacity` bytes, with second-miss admission or taking every row.
+    pub fn new(capacity: usize, second_miss: bool) -> Self {
+        RowCache {
+            rows: LruCache::new(capacity),
+            doorkeeper: second_miss
+                .then(|| Doorkeeper::for_entries(capacity, TYPICAL_DATA + ENTRY_OVERHEAD + 16)),
+        }
     }
 
     fn key(owner: u64, file: u64, tag: u64, user_key: &[u8]) -> CacheKey {
@@ -58,8 +83,28 @@ impl RowCache {
 
     /// The row of `user_key` in file `file` read under `tag` by owner `owner`, if cached.
     pub fn lookup(&self, owner: u64, file: u64, tag: u64, user_key: &[u8]) -> Option<Arc<Row>> {
-        let row = self.rows.lookup(&Self::key(owner, file, tag, user_key))?;
-        (row.tag == tag && *row.user_key == *user_key).then_some(row)
+        match self.probe(owner, file, tag, user_key) {
+            Probe::Hit(row) => Some(row),
+            Probe::Miss { .. } => None,
+        }
+    }
+
+    /// [`Self::lookup`], a miss saying whether a row read now would be taken in.
+    pub fn probe(&self, owner: u64, file: u64, tag: u64, user_key: &[u8]) -> Probe {
+        let key = Self::key(owner, file, tag, user_key);
+        if let Some(row) = self.rows.lookup(&key) {
+            if row.tag == tag && *row.user_key == *user_key {
+                return Probe::Hit(row);
+            }
+        }
+        let keep = match &self.doorkeeper {
+            None => true,
+            Some(d) => {
+                let charge = user_key.len() + TYPICAL_DATA + ENTRY_OVERHEAD;
+                !self.rows.would_evict(&key, charge) || d.second_miss(key.offset, charge)
+            }
+        };
+        Probe::Miss { keep }
     }
 
     /// Keeps `data` as the row of `user_key` in `file` under `tag` for `owner`.
@@ -111,7 +156,7 @@ mod tests {
 
     #[test]
     fn a_row_answers_only_for_its_owner_file_tag_and_key() {
-        let c = RowCache::new(1 << 20);
+        let c = RowCache::new(1 << 20, true);
         c.insert(1, 7, 0, b"key", b"data".to_vec().into_boxed_slice());
         assert_eq!(c.lookup(1, 7, 0, b"key").map(|r| r.data().to_vec()), Some(b"data".to_vec()));
         assert!(c.lookup(2, 7, 0, b"key").is_none(), "another DB");
@@ -121,11 +166,28 @@ mod tests {
         assert!(c.usage() >= 7);
     }
 
+    /// Full, a cache with second-miss admission asks for a row only on its key's second miss;
+    /// one that takes every row asks each time.
+    #[test]
+    fn a_full_cache_asks_for_a_row_on_its_second_miss() {
+        let keep = |c: &RowCache, k: &[u8]| match c.probe(1, 1, 0, k) {
+            Probe::Miss { keep } => keep,
+            Probe::Hit(_) => panic!("no row was kept"),
+        };
+        for second_miss in [true, false] {
+            let c = RowCache::new(4096, second_miss);
+            assert!(keep(&c, b"a"), "a cache with room takes any row");
+            c.insert(1, 1, 0, b"big", vec![0; 3900].into_boxed_slice());
+            assert_eq!(keep(&c, b"b"), !second_miss, "a first miss, full");
+            assert!(keep(&c, b"b"), "a second miss");
+        }
+    }
+
     /// Two keys whose hashes meet (forced here by inserting one row under the other's cache
     /// key) never answer for each other: the entry's own key is compared.
     #[test]
     fn a_row_under_another_keys_hash_is_a_miss() {
-        let c = RowCache::new(1 << 20);
+        let c = RowCache::new(1 << 20, true);
         let row = Row { user_key: (*b"other").into(), tag: 0, data: (*b"x").into() };
         c.rows.insert(RowCache::key(1, 7, 0, b"key"), Arc::new(row), 10);
         assert!(c.lookup(1, 7, 0, b"key").is_none());

@@ -3,6 +3,7 @@
 use super::pinnable::DbPinnableSlice;
 use super::row_cache::Recorder;
 use super::{Cfd, DbInner};
+use crate::cache::Probe;
 use crate::error::{Error, Result};
 use crate::key::{append_internal_key, parse_internal_key, user_key};
 use crate::merge_operator::MergeOperator;
@@ -470,16 +471,21 @@ fn search(
         // the Bloom filter lets the key through.
         let search_table = |ctx: &mut GetContext<'_>, f: &TableFile, level: usize| -> Result<()> {
             let rows = inner.row_cache.as_ref();
-            let stats = inner.stats.user_statistics().map(|s| &**s);
-            if let Some(row) = rows.and_then(|r| r.lookup(f, seq, key, stats)) {
-                super::row_cache::replay(&row, key, ctx);
-                return Ok(());
+            let mut keep = false;
+            if let Some(r) = rows {
+                match r.probe(f, seq, key, inner.stats.user_statistics().map(|s| &**s)) {
+                    Probe::Hit(row) => {
+                        super::row_cache::replay(&row, key, ctx);
+                        return Ok(());
+                    }
+                    Probe::Miss { keep: k } => keep = k && opts.fill_cache,
+                }
             }
             let t = inner.table_cache.reader_at(f.number, &f.pinned, level)?;
             let tombstones = t.fragmented_range_tombstones();
             let cover = tombstones.map_or(SeqNo::ZERO, |ts| ts.max_covering_seq(key, seq));
             ctx.cover_seq(cover);
-            let mut rec = rows.filter(|_| opts.fill_cache).map(|_| Recorder::new(cover));
+            let mut rec = keep.then(|| Recorder::new(cover));
             if filter_passes(tickers, &t, key)? {
                 match &mut rec {
                     None => t.get_in_blocks(lkey, &ro, |block, k, v| {

@@ -23,14 +23,13 @@
 //! reused within an open, and each open reads under an owner id of its own). What a read sees
 //! of it depends on its sequence number only when that is below the file's newest entry (a
 //! snapshot older than the file): such a read is cached under `sequence + 1` (its tag), every
-//! other under tag 0, as RocksDB keys its row cache. A row is kept only when the file held an
-//! entry of the key (a filter's "no" is already cheap) and the read set no error; reads with
-//! `fill_cache` off use rows but add none.
-
-use std::sync::Arc;
+//! other under tag 0, as RocksDB keys its row cache. A row is recorded only when the cache
+//! would take it in (its admission, `cache/row_cache.rs`) and the read fills caches
+//! (`fill_cache`), and kept only when the file held an entry of the key (a filter's "no" is
+//! already cheap) and the read set no error.
 
 use super::read::GetContext;
-use crate::cache::Row;
+use crate::cache::{Probe, Row};
 use crate::error::Error;
 use crate::key::{parse_internal_key, TRAILER_LEN};
 use crate::sstable::Cache;
@@ -51,19 +50,21 @@ impl RowCacheAccess {
         RowCacheAccess { cache, owner: crate::cache::CacheKey::new_owner() }
     }
 
-    /// The row of `key` in `f` for a read at `seq`, if cached; counted in `stats`.
-    pub fn lookup(
+    /// The row of `key` in `f` for a read at `seq`, if cached, else whether to record one;
+    /// counted in `stats`.
+    pub fn probe(
         &self,
         f: &TableFile,
         seq: SeqNo,
         key: &[u8],
         stats: Option<&Statistics>,
-    ) -> Option<Arc<Row>> {
-        let row = self.cache.rows().lookup(self.owner, f.number.0, tag(f, seq), key);
+    ) -> Probe {
+        let probe = self.cache.rows().probe(self.owner, f.number.0, tag(f, seq), key);
         if let Some(s) = stats {
-            s.tick(if row.is_some() { Ticker::RowCacheHit } else { Ticker::RowCacheMiss }, 1);
+            let hit = matches!(probe, Probe::Hit(_));
+            s.tick(if hit { Ticker::RowCacheHit } else { Ticker::RowCacheMiss }, 1);
         }
-        row
+        probe
     }
 
     /// Keeps what `rec` recorded of `key` in `f` for reads like the one at `seq`.

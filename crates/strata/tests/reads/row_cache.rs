@@ -14,7 +14,9 @@ use rand::{Rng, SeedableRng};
 use strata::env::MemFs;
 use strata::merge_operator::builtin_merge_operator;
 use strata::statistics::Ticker;
-use strata::{BlobOptions, Cache, Db, Options, ReadOptions};
+use strata::{
+    BlobOptions, BlockCacheAdmission as Admission, Cache, Db, LruCacheOptions, Options, ReadOptions,
+};
 
 fn options(fs: &MemFs, rows: &Cache) -> Options {
     let mut o = Options {
@@ -179,8 +181,12 @@ fn random_reads_through_a_small_row_cache_match_a_model() {
     for seed in 0..3u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let fs = MemFs::new();
-        // Small: rows are evicted and read again all along.
-        let rows = Cache::new_lru(16 << 10);
+        // Small: rows are evicted and read again all along; half the seeds take every row
+        // in, the others only a row missed twice when the cache is full (the default).
+        let admission = if seed % 2 == 0 { Admission::Always } else { Admission::SecondMiss };
+        let rows =
+            Cache::new_lru_opts(&LruCacheOptions { admission, ..LruCacheOptions::new(16 << 10) })
+                .unwrap();
         let mut o = options(&fs, &rows);
         o.disable_auto_compactions = false;
         o.write_buffer_size = 16 << 10;
@@ -238,6 +244,6 @@ fn random_reads_through_a_small_row_cache_match_a_model() {
             }
         }
         let (hits, misses) = counts(&o);
-        assert!(hits > 2000 && misses > 2000, "seed {seed}: {hits} hits, {misses} misses");
+        assert!(hits > 1000 && misses > 2000, "seed {seed}: {hits} hits, {misses} misses");
     }
 }
