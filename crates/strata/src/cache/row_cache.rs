@@ -26,17 +26,26 @@ use std::sync::Arc;
 
 use super::{CacheKey, Doorkeeper, LruCache, MixHasher, Priority};
 
-/// What one table file gave one point read of `user_key` (the bytes are the reader's).
+/// What one table file gave one point read of a user key (the data bytes are the reader's).
 pub struct Row {
-    user_key: Box<[u8]>,
     tag: u64,
-    data: Box<[u8]>,
+    key_len: usize,
+    /// The user key, then the data: one allocation, and the key compared where the data is.
+    bytes: Box<[u8]>,
 }
 
 impl Row {
+    fn new(user_key: &[u8], tag: u64, data: &[u8]) -> Row {
+        Row { tag, key_len: user_key.len(), bytes: [user_key, data].concat().into() }
+    }
+
+    fn is(&self, tag: u64, user_key: &[u8]) -> bool {
+        self.tag == tag && self.bytes.get(..self.key_len) == Some(user_key)
+    }
+
     /// The cached bytes.
     pub fn data(&self) -> &[u8] {
-        &self.data
+        &self.bytes[self.key_len..]
     }
 }
 
@@ -93,7 +102,7 @@ impl RowCache {
     pub fn probe(&self, owner: u64, file: u64, tag: u64, user_key: &[u8]) -> Probe {
         let key = Self::key(owner, file, tag, user_key);
         if let Some(row) = self.rows.lookup(&key) {
-            if row.tag == tag && *row.user_key == *user_key {
+            if row.is(tag, user_key) {
                 return Probe::Hit(row);
             }
         }
@@ -108,9 +117,9 @@ impl RowCache {
     }
 
     /// Keeps `data` as the row of `user_key` in `file` under `tag` for `owner`.
-    pub fn insert(&self, owner: u64, file: u64, tag: u64, user_key: &[u8], data: Box<[u8]>) {
+    pub fn insert(&self, owner: u64, file: u64, tag: u64, user_key: &[u8], data: &[u8]) {
         let charge = user_key.len() + data.len() + ENTRY_OVERHEAD;
-        let row = Row { user_key: user_key.into(), tag, data };
+        let row = Row::new(user_key, tag, data);
         self.rows.insert_with_priority(
             Self::key(owner, file, tag, user_key),
             Arc::new(row),
@@ -157,7 +166,7 @@ mod tests {
     #[test]
     fn a_row_answers_only_for_its_owner_file_tag_and_key() {
         let c = RowCache::new(1 << 20, true);
-        c.insert(1, 7, 0, b"key", b"data".to_vec().into_boxed_slice());
+        c.insert(1, 7, 0, b"key", b"data");
         assert_eq!(c.lookup(1, 7, 0, b"key").map(|r| r.data().to_vec()), Some(b"data".to_vec()));
         assert!(c.lookup(2, 7, 0, b"key").is_none(), "another DB");
         assert!(c.lookup(1, 8, 0, b"key").is_none(), "another file");
@@ -177,7 +186,7 @@ mod tests {
         for second_miss in [true, false] {
             let c = RowCache::new(4096, second_miss);
             assert!(keep(&c, b"a"), "a cache with room takes any row");
-            c.insert(1, 1, 0, b"big", vec![0; 3900].into_boxed_slice());
+            c.insert(1, 1, 0, b"big", &[0; 3900]);
             assert_eq!(keep(&c, b"b"), !second_miss, "a first miss, full");
             assert!(keep(&c, b"b"), "a second miss");
         }
@@ -188,10 +197,10 @@ mod tests {
     #[test]
     fn a_row_under_another_keys_hash_is_a_miss() {
         let c = RowCache::new(1 << 20, true);
-        let row = Row { user_key: (*b"other").into(), tag: 0, data: (*b"x").into() };
+        let row = Row::new(b"other", 0, b"x");
         c.rows.insert(RowCache::key(1, 7, 0, b"key"), Arc::new(row), 10);
         assert!(c.lookup(1, 7, 0, b"key").is_none());
-        let row = Row { user_key: (*b"key").into(), tag: 3, data: (*b"x").into() };
+        let row = Row::new(b"key", 3, b"x");
         c.rows.insert(RowCache::key(1, 7, 0, b"key"), Arc::new(row), 10);
         assert!(c.lookup(1, 7, 0, b"key").is_none(), "same key, another tag");
     }

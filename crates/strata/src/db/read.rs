@@ -466,11 +466,13 @@ fn search(
             readahead_size: 0,
             cache_only: opts.cache_only(),
         };
-        // One table: its row in the row cache if there is one (`row_cache.rs`); else its
-        // tombstones first (they apply even where the filter says no), then its entries if
-        // the Bloom filter lets the key through.
+        // One table: if its Bloom filter lets the key through, its row in the row cache if
+        // there is one (`row_cache.rs`); else its tombstones (they apply even where the filter
+        // says no), then, through the filter, its entries.
         let search_table = |ctx: &mut GetContext<'_>, f: &TableFile, level: usize| -> Result<()> {
-            let rows = inner.row_cache.as_ref();
+            let t = inner.table_cache.reader_at(f.number, &f.pinned, level)?;
+            let passes = filter_passes(tickers, &t, key)?;
+            let rows = inner.row_cache.as_ref().filter(|_| passes);
             let mut keep = false;
             if let Some(r) = rows {
                 match r.probe(f, seq, key, inner.stats.user_statistics().map(|s| &**s)) {
@@ -481,12 +483,11 @@ fn search(
                     Probe::Miss { keep: k } => keep = k && opts.fill_cache,
                 }
             }
-            let t = inner.table_cache.reader_at(f.number, &f.pinned, level)?;
             let tombstones = t.fragmented_range_tombstones();
             let cover = tombstones.map_or(SeqNo::ZERO, |ts| ts.max_covering_seq(key, seq));
             ctx.cover_seq(cover);
             let mut rec = keep.then(|| Recorder::new(cover));
-            if filter_passes(tickers, &t, key)? {
+            if passes {
                 match &mut rec {
                     None => t.get_in_blocks(lkey, &ro, |block, k, v| {
                         let more = ctx.add(k, v);

@@ -1,6 +1,9 @@
 //! Point reads through the row cache (`Options::row_cache`; the cache itself is
 //! `cache/row_cache.rs`): what one table file gave a read of one user key, kept so that the
 //! next read of that key in that file replays it into its lookup instead of reading the table.
+//! The cache is asked only after the table's Bloom filter let the key through: a "no" there
+//! is cheaper than a lookup in a cache of many small entries, and most tables a read passes
+//! hold nothing of its key.
 //!
 //! A row (in memory only; never written to a file):
 //!
@@ -25,8 +28,8 @@
 //! snapshot older than the file): such a read is cached under `sequence + 1` (its tag), every
 //! other under tag 0, as RocksDB keys its row cache. A row is recorded only when the cache
 //! would take it in (its admission, `cache/row_cache.rs`) and the read fills caches
-//! (`fill_cache`), and kept only when the file held an entry of the key (a filter's "no" is
-//! already cheap) and the read set no error.
+//! (`fill_cache`), and kept only when the file held an entry of the key and the read set no
+//! error.
 
 use super::read::GetContext;
 use crate::cache::{Probe, Row};
@@ -69,7 +72,7 @@ impl RowCacheAccess {
 
     /// Keeps what `rec` recorded of `key` in `f` for reads like the one at `seq`.
     pub fn insert(&self, f: &TableFile, seq: SeqNo, key: &[u8], rec: Recorder) {
-        self.cache.rows().insert(self.owner, f.number.0, tag(f, seq), key, rec.buf.into());
+        self.cache.rows().insert(self.owner, f.number.0, tag(f, seq), key, &rec.buf);
     }
 }
 
