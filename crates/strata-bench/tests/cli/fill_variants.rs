@@ -127,9 +127,22 @@ fn ingested_files_give_the_db_their_keys() {
     assert!(errs.contains("--ingest_external_file_use_file_info=true not applied"), "{errs}");
 }
 
+/// The `(<found> of <reads> found)` of benchmark `name`'s result line in `out`.
+fn found(out: &str, name: &str) -> (u64, u64) {
+    let line = out.lines().find(|l| l.starts_with(&format!("{name} "))).expect(name);
+    let n: Vec<u64> = line
+        .split('(')
+        .nth(1)
+        .expect("message")
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (n[0], n[1])
+}
+
 /// `--use_existing_keys`: the DB's keys become the key space (`--num` their count, whatever
 /// was given), so every random read finds its key; readtorowcache needs the flag and a row
-/// cache, which Strata does not have.
+/// cache (Strata's and RocksDB's; the other engines refuse the flag).
 #[test]
 fn existing_keys_are_the_key_space() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -148,15 +161,8 @@ fn existing_keys_are_the_key_space() {
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let line = out.lines().find(|l| l.starts_with("readrandom ")).expect("readrandom");
-    let n: Vec<u64> = line
-        .split('(')
-        .nth(1)
-        .expect("message")
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    assert!(n[0] == n[1] && n[1] > 1000 && n[1] < 2000, "every existing key found: {line}");
+    let (got, of) = found(&out, "readrandom");
+    assert!(got == of && of > 1000 && of < 2000, "every existing key found: {out}");
     let o = run(&db, &["--benchmarks=readtorowcache", "--use_existing_db"]);
     let errs = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -175,20 +181,9 @@ fn existing_keys_are_the_key_space() {
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let found = |name: &str| {
-        let line = out.lines().find(|l| l.starts_with(name)).expect(name);
-        let n: Vec<u64> = line
-            .split('(')
-            .nth(1)
-            .expect("message")
-            .split(|c: char| !c.is_ascii_digit())
-            .filter_map(|w| w.parse().ok())
-            .collect();
-        (n[0], n[1])
-    };
-    let (got, of) = found("readtorowcache ");
+    let (got, of) = found(&out, "readtorowcache");
     assert!(got == of && of > 1000, "every existing key read once, through the row cache: {out}");
-    let (got, of) = found("readrandom ");
+    let (got, of) = found(&out, "readrandom");
     assert!(got == of && of == 3000, "then found again: {out}");
     let o = run(
         &db,

@@ -11,7 +11,7 @@
 //! +----------------+------------------------------------------------------+
 //! | cover: u64 LE  | entries, newest first, as the table gave them:       |
 //! |                |   trailer: u64 LE (sequence << 8 | value type)       |
-//! |                |   len: varint32, value: len bytes                    |
+//! |                |   len: varint64, value: len bytes                    |
 //! +----------------+------------------------------------------------------+
 //! ```
 //!
@@ -38,7 +38,7 @@ use crate::key::{parse_internal_key, TRAILER_LEN};
 use crate::sstable::Cache;
 use crate::statistics::{Statistics, Ticker};
 use crate::types::SeqNo;
-use crate::util::coding::{get_varint32, put_varint32};
+use crate::util::coding::{get_varint64, put_varint64};
 use crate::version::levels::TableFile;
 
 /// One open DB's use of its row cache: the cache and the DB's owner id in it.
@@ -108,7 +108,7 @@ impl Recorder {
     pub fn take(&mut self, ikey: &[u8], value: &[u8], key: &[u8]) {
         if parse_internal_key(ikey).is_some_and(|p| p.user_key == key) {
             self.buf.extend_from_slice(&ikey[ikey.len() - TRAILER_LEN..]);
-            put_varint32(&mut self.buf, value.len() as u32);
+            put_varint64(&mut self.buf, value.len() as u64);
             self.buf.extend_from_slice(value);
         }
     }
@@ -130,7 +130,17 @@ pub(crate) fn replay(row: &Row, key: &[u8], ctx: &mut GetContext<'_>) {
     // The value is taken as a copy: a pinning lookup's pin points into a table's block or a
     // memtable, never into the cache's row.
     let pin = std::mem::replace(&mut ctx.pin, false);
-    let mut ikey = Vec::with_capacity(key.len() + TRAILER_LEN);
+    // Each entry's internal key: the key, then the entry's trailer (on the stack for ordinary
+    // key sizes).
+    let (mut inline, mut heap) = ([0u8; 128], Vec::new());
+    let ikey: &mut [u8] = match inline.get_mut(..key.len() + TRAILER_LEN) {
+        Some(s) => s,
+        None => {
+            heap.resize(key.len() + TRAILER_LEN, 0);
+            &mut heap
+        }
+    };
+    ikey[..key.len()].copy_from_slice(key);
     let mut pos = 8;
     while pos < data.len() && !ctx.is_done() {
         let Some(trailer) = data.get(pos..pos + TRAILER_LEN) else {
@@ -138,17 +148,16 @@ pub(crate) fn replay(row: &Row, key: &[u8], ctx: &mut GetContext<'_>) {
             break;
         };
         pos += TRAILER_LEN;
-        let value = get_varint32(data, &mut pos)
-            .and_then(|n| data.get(pos..pos + n as usize).map(|v| (n as usize, v)));
+        let value = get_varint64(data, &mut pos)
+            .and_then(|n| usize::try_from(n).ok())
+            .and_then(|n| data.get(pos..pos.checked_add(n)?).map(|v| (n, v)));
         let Some((n, value)) = value else {
             ctx.fail(bad("a cut value"));
             break;
         };
         pos += n;
-        ikey.clear();
-        ikey.extend_from_slice(key);
-        ikey.extend_from_slice(trailer);
-        if !ctx.add(&ikey, value) {
+        ikey[key.len()..].copy_from_slice(trailer);
+        if !ctx.add(ikey, value) {
             break;
         }
     }
