@@ -130,8 +130,8 @@ pub struct Options {
     /// Overrides `block_cache_size`. Default: none.
     pub block_cache: Option<Cache>,
     /// A row cache (RocksDB's `row_cache`, DB-wide): what a point read found for a key in a
-    /// table file, kept so the next read of that key there skips the table's filter, index
-    /// and block. Worth it for small hot values read far more than written. A `Cache` made
+    /// table file, kept so the next read of that key there, once the table's filter lets it
+    /// through, skips the table's index and data block. Worth it for small hot values read far more than written. A `Cache` made
     /// for it (`Cache::new_lru`); one given to several DBs is one budget. Default: none.
     pub row_cache: Option<Cache>,
     /// Target uncompressed size of a data block. Smaller blocks make point reads cheaper and

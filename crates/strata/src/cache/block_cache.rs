@@ -176,7 +176,7 @@ impl<B: CachedBlock> BlockCache<B> {
     }
 
     /// The row side (module doc), made with the handle's capacity at the first call.
-    pub fn rows(&self) -> &RowCache {
+    pub(crate) fn rows(&self) -> &RowCache {
         let second_miss = self.inner.doorkeeper.is_some();
         self.inner.rows.get_or_init(|| RowCache::new(self.inner.cache.capacity(), second_miss))
     }

@@ -1,7 +1,7 @@
 //! The row cache (`Options::row_cache`, RocksDB's): for one user key in one table file, the
 //! entries a point read took from that file, kept as bytes the reader encodes and replays
-//! (`db/row_cache.rs`), so a later read of that key in that file skips the table's filter,
-//! index and data block.
+//! (`db/row_cache.rs`), so a later read of that key in that file skips the table's index and
+//! data block.
 //!
 //! It is the side of a [`BlockCache`](super::BlockCache) handle made the first time the handle
 //! is given to a DB as its row cache: an LRU of the handle's capacity whatever the handle's
@@ -24,7 +24,7 @@
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use super::{CacheKey, Doorkeeper, LruCache, MixHasher, Priority};
+use super::{block_hash, CacheKey, Doorkeeper, LruCache, MixHasher, Priority};
 
 /// What one table file gave one point read of a user key (the data bytes are the reader's).
 pub struct Row {
@@ -71,14 +71,17 @@ pub enum Probe {
 const ENTRY_OVERHEAD: usize = 96;
 /// The data a row is taken to hold when admission is decided, before it is read.
 const TYPICAL_DATA: usize = 64;
+/// The key a row is taken to have when the doorkeeper is sized.
+const TYPICAL_KEY: usize = 16;
 
 impl RowCache {
     /// A row cache of `capacity` bytes, with second-miss admission or taking every row.
     pub fn new(capacity: usize, second_miss: bool) -> Self {
         RowCache {
             rows: LruCache::new(capacity),
-            doorkeeper: second_miss
-                .then(|| Doorkeeper::for_entries(capacity, TYPICAL_DATA + ENTRY_OVERHEAD + 16)),
+            doorkeeper: second_miss.then(|| {
+                Doorkeeper::for_entries(capacity, TYPICAL_KEY + TYPICAL_DATA + ENTRY_OVERHEAD)
+            }),
         }
     }
 
@@ -110,7 +113,8 @@ impl RowCache {
             None => true,
             Some(d) => {
                 let charge = user_key.len() + TYPICAL_DATA + ENTRY_OVERHEAD;
-                !self.rows.would_evict(&key, charge) || d.second_miss(key.offset, charge)
+                !self.rows.would_evict(&key, charge)
+                    || d.second_miss(block_hash([key.owner, key.file, key.offset]), charge)
             }
         };
         Probe::Miss { keep }
