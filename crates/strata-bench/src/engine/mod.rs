@@ -5,7 +5,7 @@
 //! Hot-path methods take borrowed slices and caller-owned buffers, so an adapter can serve a
 //! benchmark without allocating per operation (where the engine's own API allows).
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 
 use crate::config::Config;
 use crate::engine_kind::EngineKind;
@@ -84,6 +84,17 @@ pub mod strata;
 pub struct WriteOpts {
     pub sync: bool,
     pub disable_wal: bool,
+}
+
+/// A flag's value as an option's type (the C API's, or Strata's), or an error naming the flag.
+pub(crate) fn fit<T: TryFrom<i64> + TryFrom<u64>>(name: &str, v: impl Into<i128>) -> Result<T> {
+    let v: i128 = v.into();
+    let out = if v < 0 {
+        i64::try_from(v).ok().and_then(|v| T::try_from(v).ok())
+    } else {
+        u64::try_from(v).ok().and_then(|v| T::try_from(v).ok())
+    };
+    out.ok_or_else(|| anyhow!("--{name}={v}: out of range"))
 }
 
 /// timeseries' `--expire_style=compaction_filter` once a timeseries has started

@@ -8,19 +8,9 @@
 use anyhow::{anyhow, bail, Result};
 use rocksdb::{BlockBasedOptions, ChecksumType, DBCompressionType, DataBlockIndexType, Options};
 
+use super::fit;
 use crate::config::Config;
 use crate::flags::Flags;
-
-/// A flag's value as the C API's type, or an error naming the flag.
-fn fit<T: TryFrom<i64> + TryFrom<u64>>(name: &str, v: impl Into<i128>) -> Result<T> {
-    let v: i128 = v.into();
-    let out = if v < 0 {
-        i64::try_from(v).ok().and_then(|v| T::try_from(v).ok())
-    } else {
-        u64::try_from(v).ok().and_then(|v| T::try_from(v).ok())
-    };
-    out.ok_or_else(|| anyhow!("--{name}={v}: out of range"))
-}
 
 /// `--max_bytes_for_level_multiplier_additional`: one factor per level, comma-separated, as
 /// db_bench requires (empty: none).

@@ -242,9 +242,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.wal_ttl_seconds = f.wal_ttl_seconds;
     o.wal_size_limit_mb = f.wal_size_limit_MB;
     o.avoid_flush_during_recovery = f.avoid_flush_during_recovery;
-    o.stats_dump_period_sec = u32::try_from(f.stats_dump_period_sec).map_err(|_| {
-        anyhow!("--stats_dump_period_sec={}: out of range", f.stats_dump_period_sec)
-    })?;
+    o.stats_dump_period_sec = super::fit("stats_dump_period_sec", f.stats_dump_period_sec)?;
     // db_bench's default (4, XXH3) describes RocksDB's; Strata keeps its own (CRC32C)
     // unless the flag is given.
     if cfg.set.contains("checksum_type") {
@@ -279,9 +277,8 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.advise_random_on_open = f.advise_random_on_open;
     o.use_direct_io_for_flush_and_compaction = f.use_direct_io_for_flush_and_compaction;
     o.bytes_per_sync = f.bytes_per_sync;
-    o.compaction_readahead_size = usize::try_from(f.compaction_readahead_size).map_err(|_| {
-        anyhow!("--compaction_readahead_size={}: out of range", f.compaction_readahead_size)
-    })?;
+    o.compaction_readahead_size =
+        super::fit("compaction_readahead_size", f.compaction_readahead_size)?;
     o.rate_limiter = (f.rate_limiter_bytes_per_sec > 0).then(|| {
         std::sync::Arc::new(if f.rate_limiter_auto_tuned {
             strata::env::RateLimiter::new_auto_tuned(f.rate_limiter_bytes_per_sec)

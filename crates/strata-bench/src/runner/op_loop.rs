@@ -43,14 +43,14 @@ impl Shared {
         self.read_limiter.as_ref()
     }
 
-    /// Whether a thread of the run has finished (timeseries' readers stop with its writer).
-    pub(super) fn any_done(&self) -> bool {
-        self.num_done.load(Ordering::Acquire) >= 1
-    }
-
     /// The write limiter (`--benchmark_write_rate_limit`, or mixgraph's sine).
     pub(super) fn write_limiter(&self) -> Option<&RateLimiter> {
         self.write_limiter.as_ref()
+    }
+
+    /// Whether a thread of the run has finished (timeseries' readers stop with its writer).
+    pub(super) fn any_done(&self) -> bool {
+        self.num_done.load(Ordering::Acquire) >= 1
     }
 
     /// True once every thread but the caller has finished.
