@@ -83,6 +83,15 @@ impl Server {
         assert!(status.success(), "server exited with {status}");
     }
 
+    /// Whether the process still runs, or how it ended (for a failure's message).
+    pub fn state(&mut self) -> String {
+        match self.child.try_wait() {
+            Ok(None) => "is running".into(),
+            Ok(Some(status)) => format!("exited ({status})"),
+            Err(e) => format!("cannot be asked ({e})"),
+        }
+    }
+
     /// Takes the directory out so it outlives this server (for a restart).
     pub fn keep_dir(&mut self) -> tempfile::TempDir {
         self.tmp_dir.take().unwrap()
@@ -123,6 +132,9 @@ impl Reply {
 pub struct Raw {
     pub stream: TcpStream,
     buf: Vec<u8>,
+    /// Why the last read got no more bytes: the server closed the connection, or the read
+    /// failed (a timeout: no reply within the stream's read timeout).
+    ended: Option<String>,
 }
 
 impl Raw {
@@ -130,14 +142,14 @@ impl Raw {
     pub fn from_stream(stream: TcpStream) -> Raw {
         stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         stream.set_nodelay(true).unwrap();
-        Raw { stream, buf: Vec::new() }
+        Raw { stream, buf: Vec::new(), ended: None }
     }
 
     pub fn connect(port: u16) -> Raw {
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         stream.set_nodelay(true).unwrap();
-        Raw { stream, buf: Vec::new() }
+        Raw { stream, buf: Vec::new(), ended: None }
     }
 
     pub fn send_raw(&mut self, b: &[u8]) {
@@ -171,12 +183,23 @@ impl Raw {
 
     fn fill(&mut self) -> bool {
         let mut tmp = [0u8; 16384];
-        match self.stream.read(&mut tmp) {
-            Ok(0) | Err(_) => false,
-            Ok(n) => {
-                self.buf.extend_from_slice(&tmp[..n]);
-                true
-            }
+        loop {
+            // A read with a timeout is never restarted after a signal handler ran (socket(7)):
+            // it is tried again here.
+            let why = match self.stream.read(&mut tmp) {
+                Ok(0) => "the server closed the connection".to_string(),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&tmp[..n]);
+                    return true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let limit = self.stream.read_timeout().ok().flatten();
+                    format!("the read failed ({e}; read timeout {limit:?})")
+                }
+            };
+            self.ended = Some(why);
+            return false;
         }
     }
 
@@ -193,7 +216,8 @@ impl Raw {
         }
     }
 
-    /// Reads one reply; `None` when the server closed the connection.
+    /// Reads one reply; `None` when the server closed the connection or none came within the
+    /// read timeout.
     pub fn try_read(&mut self) -> Option<Reply> {
         let l = self.line()?;
         let (t, rest) = l.split_at(1);
@@ -240,8 +264,22 @@ impl Raw {
         })
     }
 
+    /// [`Raw::read`] from `srv`, whose state a failure names (a crash or a hang).
+    pub fn read_from(&mut self, srv: &mut Server) -> Reply {
+        match self.try_read() {
+            Some(r) => r,
+            None => {
+                let why = self.ended.as_deref().unwrap_or("?");
+                panic!("no reply: {why}; the server {}", srv.state())
+            }
+        }
+    }
+
     pub fn read(&mut self) -> Reply {
-        self.try_read().expect("connection closed")
+        match self.try_read() {
+            Some(r) => r,
+            None => panic!("no reply: {}", self.ended.as_deref().unwrap_or("?")),
+        }
     }
 }
 
