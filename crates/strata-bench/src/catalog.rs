@@ -86,6 +86,8 @@ pub enum Read {
     NewIterator,
     /// `GetApproximateSizes` of `--batch_size` random key ranges.
     ApproximateSizes,
+    /// `readrandom` through `GetMergeOperands` (`readrandomoperands`).
+    Operands,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,6 +146,9 @@ pub enum Merge {
     MergeRandom,
     /// Merges and gets of random keys in `--mergereadpercent` proportion.
     ReadRandomMergeRandom,
+    /// db_bench's `getmergeoperands`: 999 merges of sorted lists of integers into one key,
+    /// then one integer looked for in its merged value and in its operands, each timed.
+    GetMergeOperands,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -422,6 +427,13 @@ pub const BENCHMARKS: &[Benchmark] = &[
     row("multireadrandom", W::Read(Read::Multi), READ, "MultiGet of --batch_size random keys"),
     row("newiterator", W::Read(Read::NewIterator), READ, "creates and drops an iterator"),
     row(
+        "readrandomoperands",
+        W::Read(Read::Operands),
+        READ,
+        "gets of random keys' merge operands (GetMergeOperands), retried once with room for \
+         all of a key's when it has more than any before",
+    ),
+    row(
         "approximatesizerandom",
         W::Read(Read::ApproximateSizes),
         READ,
@@ -522,6 +534,13 @@ pub const BENCHMARKS: &[Benchmark] = &[
         WRITE,
         "merges and gets of random keys, --mergereadpercent of them merges",
     )),
+    merging(row(
+        "getmergeoperands",
+        W::Merge(Merge::GetMergeOperands),
+        WRITE,
+        "merges 999 sorted lists of integers into one key, then finds one integer in its value \
+         (Get) and in its operands (GetMergeOperands), each timed and printed",
+    )),
     row("crc32c", W::Micro(Micro::Crc32c), READ, "CRC32C of --block_size blocks"),
     row("xxhash", W::Micro(Micro::Hash(HashKind::Xxh32)), READ, "XXH32 of --block_size blocks"),
     row("xxhash64", W::Micro(Micro::Hash(HashKind::Xxh64)), READ, "XXH64 of --block_size blocks"),
@@ -617,8 +636,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "stats_history",
     "heapprofile",
     "replay",
-    "getmergeoperands",
-    "readrandomoperands",
     "approximatememtablestats",
     "openandcompact",
     "readrandomcoroutine",

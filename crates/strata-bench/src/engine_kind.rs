@@ -124,7 +124,13 @@ impl EngineKind {
     /// `Err(reason)` when the engine cannot run benchmark `name`.
     pub fn check_benchmark(self, name: &str) -> std::result::Result<(), String> {
         let (merge, unsupported) = match self {
-            EngineKind::Strata | EngineKind::RocksDb | EngineKind::Memory => return Ok(()),
+            EngineKind::Strata | EngineKind::Memory => return Ok(()),
+            EngineKind::RocksDb => {
+                return match ROCKSDB_UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+                    Some((_, why)) => Err((*why).to_string()),
+                    None => Ok(()),
+                }
+            }
             EngineKind::Sqlite => ("SQLite has no merge operator", SQLITE_UNSUPPORTED),
             EngineKind::LevelDb => ("LevelDB has no merge operator", LEVELDB_UNSUPPORTED),
             EngineKind::Kyoto => ("Kyoto Cabinet has no merge operator", KYOTO_UNSUPPORTED),
@@ -449,6 +455,12 @@ pub const ROCKSDB_HONOURED_FLAGS: &[&str] = &[
     "delete_obsolete_files_period_micros",
 ];
 
+/// Benchmarks RocksDB cannot run through the `rocksdb` crate, with why.
+pub const ROCKSDB_UNSUPPORTED: &[(&str, &str)] = &[
+    ("getmergeoperands", "the rocksdb crate and RocksDB's C API lack GetMergeOperands"),
+    ("readrandomoperands", "the rocksdb crate and RocksDB's C API lack GetMergeOperands"),
+];
+
 /// Engine-class flags applied to SQLite (`engine/sqlite.rs`).
 pub const SQLITE_HONOURED_FLAGS: &[&str] = &["sync", "cache_size", "block_size"];
 
@@ -476,6 +488,7 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
     ("ingestexternalfile", "SQLite has no external table files to ingest"),
     ("backup", "SQLite has no backup engine here"),
     ("restore", "SQLite has no backup engine here"),
+    ("readrandomoperands", "SQLite has no merge operands"),
 ];
 
 /// Engine-class flags the memory engine applies (`engine/memory.rs`).
@@ -508,6 +521,7 @@ pub const LEVELDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("ingestexternalfile", "LevelDB has no external table files to ingest"),
     ("backup", "LevelDB has no backup engine here"),
     ("restore", "LevelDB has no backup engine here"),
+    ("readrandomoperands", "LevelDB has no merge operands"),
 ];
 
 /// Engine-class flags applied to Kyoto Cabinet's TreeDB (`engine/kyoto.rs`): `--cache_size`
@@ -533,6 +547,7 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("ingestexternalfile", "Kyoto Cabinet has no external table files to ingest"),
     ("backup", "Kyoto Cabinet has no backup engine here"),
     ("restore", "Kyoto Cabinet has no backup engine here"),
+    ("readrandomoperands", "Kyoto Cabinet has no merge operands"),
 ];
 
 /// Engine-class flags applied to fjall (`engine/fjall.rs`). Flags left at their defaults keep
@@ -560,6 +575,7 @@ pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
     ("ingestexternalfile", "fjall has no external table files to ingest"),
     ("backup", "fjall has no backup engine here"),
     ("restore", "fjall has no backup engine here"),
+    ("readrandomoperands", "fjall has no merge operands"),
 ];
 
 /// Engine-class flags applied to redb (`engine/redb.rs`): `--cache_size` is its page cache;
@@ -581,4 +597,5 @@ pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("ingestexternalfile", "redb has no external table files to ingest"),
     ("backup", "redb has no backup engine here"),
     ("restore", "redb has no backup engine here"),
+    ("readrandomoperands", "redb has no merge operands"),
 ];

@@ -2,7 +2,8 @@
 //! operand; reads, flushes and compactions combine the operands with the newest base value
 //! (or none) through the operator.
 //!
-//! Built-ins carry db_bench's names: `uint64add`, `put`, `max`, `stringappend`, `bytesxor`.
+//! Built-ins carry db_bench's names: `uint64add`, `put`, `max`, `stringappend`, `bytesxor`,
+//! `sortlist`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub fn builtin_merge_operator(name: &str) -> Option<Arc<dyn MergeOperator>> {
         "max" | "MaxOperator" => Arc::new(MaxOperator),
         "bytesxor" | "BytesXOR" => Arc::new(BytesXorOperator),
         "stringappend" | "StringAppendOperator" => Arc::new(StringAppendOperator::new(b",")),
+        "sortlist" | "MyTestSortList" => Arc::new(SortListOperator),
         _ => {
             let delim = name.strip_prefix("stringappend:")?;
             Arc::new(StringAppendOperator::new(delim.as_bytes()))
@@ -224,6 +226,56 @@ impl MergeOperator for BytesXorOperator {
     }
 }
 
+/// Merges ascending lists of integers, each written as decimal numbers separated by ','
+/// (RocksDB's `sortlist`, db_bench's `getmergeoperands`): the value is every list's numbers
+/// in one ascending list, duplicates kept. A value or operand that is not such a list (an
+/// empty one is the empty list) cannot be merged: the read fails.
+pub struct SortListOperator;
+
+impl SortListOperator {
+    fn numbers(v: &[u8], into: &mut Vec<i64>) -> Option<()> {
+        if v.is_empty() {
+            return Some(());
+        }
+        for n in std::str::from_utf8(v).ok()?.split(',') {
+            into.push(n.parse().ok()?);
+        }
+        Some(())
+    }
+}
+
+impl MergeOperator for SortListOperator {
+    fn name(&self) -> &str {
+        "MyTestSortList"
+    }
+
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>> {
+        let mut all = Vec::new();
+        for v in existing.into_iter().chain(operands.iter().copied()) {
+            Self::numbers(v, &mut all)?;
+        }
+        // Equal integers are alike: any sort of the concatenation merges the lists.
+        all.sort_unstable();
+        let mut out = Vec::new();
+        for (i, n) in all.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(n.to_string().as_bytes());
+        }
+        Some(out)
+    }
+
+    fn partial_merge(&self, key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
+        self.full_merge(key, None, operands)
+    }
+}
+
 /// The operands of one merge, oldest first (the `rocksdb` crate's `MergeOperands`): what a
 /// merge closure iterates.
 #[derive(Clone, Copy, Debug)]
@@ -318,5 +370,19 @@ mod tests {
         assert_eq!(put.full_merge(b"k", Some(b"old"), &[b"x", b"y"]).unwrap(), b"y");
         let x = builtin_merge_operator("bytesxor").unwrap();
         assert_eq!(x.full_merge(b"k", Some(&[1, 2]), &[&[1, 0, 4]]).unwrap(), vec![0, 2, 4]);
+    }
+
+    #[test]
+    fn sortlist_merges_ascending_lists_and_refuses_what_is_not_one() {
+        let op = builtin_merge_operator("sortlist").unwrap();
+        assert_eq!(op.name(), "MyTestSortList");
+        let r = op.full_merge(b"k", Some(b"2,9"), &[b"1,5", b"-3,5,10", b""]).unwrap();
+        assert_eq!(r, b"-3,1,2,5,5,9,10");
+        assert_eq!(op.full_merge(b"k", None, &[b""]).unwrap(), b"");
+        let p = op.partial_merge(b"k", &[b"4", b"3,8"]).unwrap();
+        assert_eq!(op.full_merge(b"k", Some(b"1"), &[&p]).unwrap(), b"1,3,4,8");
+        for bad in [&b"1,,2"[..], b"x", b"1,2,", b"\xff"] {
+            assert_eq!(op.full_merge(b"k", None, &[bad]), None, "{bad:?}");
+        }
     }
 }

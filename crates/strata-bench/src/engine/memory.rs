@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use anyhow::{anyhow, bail, Result};
 
 use super::merge::MergeKind;
-use super::{Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, ReadOpts, WriteOpts};
+use super::{
+    Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, Operands, ReadOpts, WriteOpts,
+};
 use crate::config::Config;
 
 // The engine-class flags applied here are listed in `crate::engine_kind::MEMORY_HONOURED_FLAGS`.
@@ -73,7 +75,13 @@ impl MemoryEngine {
             }
             BatchOp::Merge => {
                 let Some(kind) = self.merge else { bail!("merge without --merge_operator") };
-                let new = kind.apply(m.get(key).map(Vec::as_slice), value);
+                let Some(new) = kind.apply(m.get(key).map(Vec::as_slice), value) else {
+                    bail!(
+                        "merge of {:?} into key {:?}: the {kind:?} operator cannot apply it",
+                        String::from_utf8_lossy(value),
+                        String::from_utf8_lossy(key)
+                    )
+                };
                 m.insert(key.to_vec(), new);
             }
             BatchOp::DeleteRange => {
@@ -116,6 +124,21 @@ impl Engine for MemoryEngine {
 
     fn get(&self, key: &[u8], _ro: &ReadOpts, out: &mut Vec<u8>) -> Result<bool> {
         Ok(super::copy_found(self.read_map()?.get(key), out))
+    }
+
+    /// Merges are applied as they are written: a key's value is its one operand (what a
+    /// fully compacted LSM gives).
+    fn get_merge_operands(
+        &self,
+        key: &[u8],
+        _ro: &ReadOpts,
+        _max: usize,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<Operands> {
+        out.clear();
+        let Some(v) = self.read_map()?.get(key).cloned() else { return Ok(Operands::Missing) };
+        out.push(v);
+        Ok(Operands::Found)
     }
 
     /// The exact bytes (keys and values) in each range.

@@ -297,6 +297,18 @@ pub(super) fn copy_found(value: Option<impl AsRef<[u8]>>, out: &mut Vec<u8>) -> 
     }
 }
 
+/// What [`Engine::get_merge_operands`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operands {
+    /// The key is deleted or was never written.
+    Missing,
+    /// The operands are in the output.
+    Found,
+    /// The key has more operands than the call takes (RocksDB's `Incomplete`): the output
+    /// holds none of them.
+    MoreThanMax,
+}
+
 /// A consistent view of an engine's keys as they were when it was taken, held until dropped
 /// (RocksDB's `GetSnapshot` / `ReleaseSnapshot`).
 pub trait EngineSnapshot {
@@ -336,6 +348,18 @@ pub trait Engine: Send + Sync {
             }
         }
         Ok(found)
+    }
+    /// RocksDB's `GetMergeOperands`: the operands of `key` as stored, oldest first (its value
+    /// first when one is under them), into `out`; a key with more than `max` (when non-zero:
+    /// `expected_max_number_of_operands`) is [`Operands::MoreThanMax`].
+    fn get_merge_operands(
+        &self,
+        _key: &[u8],
+        _ro: &ReadOpts,
+        _max: usize,
+        _out: &mut Vec<Vec<u8>>,
+    ) -> Result<Operands> {
+        bail!("this engine has no GetMergeOperands")
     }
     /// A new cursor (unpositioned).
     fn new_iterator<'a>(

@@ -266,11 +266,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     if !f.merge_operator.is_empty() {
         let kind = MergeKind::parse(&f.merge_operator)?;
         let merge = move |_key: &[u8], existing: Option<&[u8]>, ops: &MergeOperands| {
-            let mut acc: Option<Vec<u8>> = existing.map(<[u8]>::to_vec);
-            for op in ops {
-                acc = Some(kind.apply(acc.as_deref(), op));
-            }
-            acc
+            kind.apply_all(existing, ops)
         };
         o.set_merge_operator_associative(f.merge_operator.as_str(), merge);
     }

@@ -17,7 +17,8 @@ use strata::{
 };
 
 use super::{
-    Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, LiveFile, ReadOpts, WriteOpts,
+    Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, LiveFile, Operands, ReadOpts,
+    WriteOpts,
 };
 use crate::config::{Compression, Config};
 
@@ -759,6 +760,32 @@ impl Engine for StrataEngine {
                 Ok(true)
             }
             None => Ok(false),
+        }
+    }
+
+    fn get_merge_operands(
+        &self,
+        key: &[u8],
+        ro: &ReadOpts,
+        max: usize,
+        out: &mut Vec<Vec<u8>>,
+    ) -> Result<Operands> {
+        let bounds = strata::GetMergeOperandsOptions {
+            expected_max_number_of_operands: max,
+            ..strata::GetMergeOperandsOptions::default()
+        };
+        let r = match self.cf_of(key) {
+            None => self.db.get_merge_operands_opt(key, &ropts(*ro), &bounds),
+            Some(cf) => self.db.get_merge_operands_cf_opt(cf, key, &ropts(*ro), &bounds),
+        };
+        match r {
+            Ok(Some(ops)) => {
+                *out = ops;
+                Ok(Operands::Found)
+            }
+            Ok(None) => Ok(Operands::Missing),
+            Err(e) if e.kind() == strata::ErrorKind::Incomplete => Ok(Operands::MoreThanMax),
+            Err(e) => Err(e.into()),
         }
     }
 

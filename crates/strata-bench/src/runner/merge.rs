@@ -1,10 +1,14 @@
 //! Read-modify-write and merges: updaterandom, xorupdaterandom, appendrandom, mergerandom,
-//! readrandommergerandom (`docs/db_bench.md` §5.6).
+//! readrandommergerandom, getmergeoperands (`docs/db_bench.md` §5.6).
 
-use anyhow::{Context, Result};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
 
 use super::op_loop::{Ctx, Step, Worker};
 use crate::catalog::Merge;
+use crate::engine::Operands;
 use crate::stats::OpType;
 
 pub(super) fn run(kind: Merge, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
@@ -14,6 +18,7 @@ pub(super) fn run(kind: Merge, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> 
         Merge::Append => append_random(cx, ts),
         Merge::MergeRandom => merge_random(cx, ts),
         Merge::ReadRandomMergeRandom => read_random_merge_random(cx, ts),
+        Merge::GetMergeOperands => get_merge_operands(cx, ts),
     }
 }
 
@@ -145,6 +150,78 @@ fn read_random_merge_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         p.readwrites
     ));
     Ok(())
+}
+
+/// db_bench's `getmergeoperands`: merges the integers 1 to 99,999 into `my_key` as 999 sorted
+/// lists (the multiples of 100 left out), then looks for 1 in the key's value read by Get
+/// (one list of all of them) and in its operands read by GetMergeOperands (the first list
+/// holds it), printing what db_bench prints: whether it was found, the seconds each way took,
+/// and the start of what each read. One operation, all of it. The merge operator must join
+/// lists as lists (`stringappend`, as RocksDB's `sortlist` would).
+fn get_merge_operands(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    const TOTAL: u64 = 100_000;
+    const LIST: u64 = 100;
+    const KEY: &[u8] = b"my_key";
+    let (p, engine) = (cx.p, cx.engine);
+    cx.ops(1, 1, false).run(ts, |_| {
+        let mut list = String::new();
+        for i in 1..TOTAL {
+            if i % LIST == 0 {
+                engine.merge(KEY, list.trim_end_matches(',').as_bytes(), &p.wo)?;
+                list.clear();
+            } else {
+                let _ = write!(list, "{i},");
+            }
+        }
+        let mut value = Vec::new();
+        println!("--- Get API call --- ");
+        let start = Instant::now();
+        let found = engine.get(KEY, &p.ro, &mut value).context("get error")?
+            && sorted_list(&value)?.binary_search(&1).is_ok();
+        println!("Found key? {}", u8::from(found));
+        println!("Get: {} seconds", start.elapsed().as_secs_f64());
+        let head = &value[..value.len().min(10)];
+        println!("Sample data from Get API call: {}", String::from_utf8_lossy(head));
+
+        println!("--- GetMergeOperands API --- ");
+        let start = Instant::now();
+        let mut operands = Vec::new();
+        let max = (TOTAL / LIST + 1) as usize;
+        let got = engine.get_merge_operands(KEY, &p.ro, max, &mut operands)?;
+        if got == Operands::MoreThanMax {
+            bail!("getmergeoperands: my_key has more than {max} operands (an existing DB?)");
+        }
+        let mut found = false;
+        for o in &operands {
+            if sorted_list(o)?.binary_search(&1).is_ok() {
+                found = true;
+                break;
+            }
+        }
+        println!("Found key? {}", u8::from(found));
+        println!("Get Merge operands: {} seconds ", start.elapsed().as_secs_f64());
+        print!("Sample data from GetMergeOperands API call: ");
+        for (i, o) in operands.iter().take(4).enumerate() {
+            println!("List: {i} : {}", String::from_utf8_lossy(o));
+        }
+        Ok(Step::Did(OpType::Merge, 0))
+    })
+}
+
+/// The integers of a comma-separated list (RocksDB's `SortList::MakeVector`).
+fn sorted_list(v: &[u8]) -> Result<Vec<i64>> {
+    let bad = || {
+        let head = String::from_utf8_lossy(&v[..v.len().min(40)]).into_owned();
+        anyhow::anyhow!(
+            "getmergeoperands: {head:?} is not a comma-separated list of integers (the merge \
+             operator must join lists: --merge_operator=stringappend)"
+        )
+    };
+    if v.is_empty() {
+        return Ok(Vec::new());
+    }
+    let text = std::str::from_utf8(v).map_err(|_| bad())?;
+    text.split(',').map(|n| n.parse::<i64>().map_err(|_| bad())).collect()
 }
 
 #[cfg(test)]

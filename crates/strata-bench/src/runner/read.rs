@@ -1,13 +1,13 @@
 //! Point reads and scans: readseq, readreverse, readtocache, readrandom, readrandomsmall,
 //! readmissing, readhot, readrandomfast, readtorowcache, multireadrandom, newiterator,
-//! approximatesizerandom
+//! approximatesizerandom, readrandomoperands
 //! (`docs/db_bench.md` §5.3).
 
 use anyhow::{Context, Result};
 
 use super::op_loop::{Ctx, Step, Worker};
 use crate::catalog::Read;
-use crate::engine::Bounds;
+use crate::engine::{Bounds, Operands};
 use crate::keys::random_read_key;
 use crate::stats::OpType;
 
@@ -20,6 +20,7 @@ pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Read::Multi => multi(cx, ts),
         Read::NewIterator => new_iterators(cx, ts),
         Read::ApproximateSizes => approximate_sizes(cx, ts),
+        Read::Operands => random_operands(cx, ts),
     }
 }
 
@@ -91,6 +92,37 @@ fn gets(
         if cx.get(ts)? {
             found += 1;
             bytes = (ts.key.len() + ts.scratch.len()) as u64;
+        }
+        Ok(Step::Did(OpType::Read, bytes))
+    })?;
+    ts.stats.add_message(&format!("({found} of {read} found)\n"));
+    Ok(())
+}
+
+/// db_bench's `readrandomoperands`: `readrandom` through GetMergeOperands, the bytes those of
+/// the key and its operands. Room is made for 8 operands at first; a key with more than any
+/// before is asked again with room for all of its (db_bench's retry after `Incomplete`), and
+/// the room grows to it.
+fn random_operands(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    let exp_range = cx.flags().read_random_exp_range;
+    let mut room = 8;
+    let mut operands = Vec::new();
+    let (mut read, mut found) = (0u64, 0u64);
+    cx.ops(p.reads, 1, true).read_limited(256).run(ts, |ts| {
+        let k = random_read_key(&mut ts.rand, p.flags_num, exp_range);
+        p.key.encode(k, p.flags_num, &mut ts.key);
+        read += 1;
+        let e = cx.engine;
+        let mut got = e.get_merge_operands(&ts.key, &p.ro, room, &mut operands);
+        if matches!(got, Ok(Operands::MoreThanMax)) {
+            got = e.get_merge_operands(&ts.key, &p.ro, 0, &mut operands);
+            room = room.max(operands.len());
+        }
+        let mut bytes = 0;
+        if got.context("GetMergeOperands error")? == Operands::Found {
+            found += 1;
+            bytes = ts.key.len() as u64 + operands.iter().map(|o| o.len() as u64).sum::<u64>();
         }
         Ok(Step::Did(OpType::Read, bytes))
     })?;

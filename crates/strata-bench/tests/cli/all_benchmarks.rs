@@ -230,6 +230,56 @@ fn readrandomfast_finds_the_keys_below_num() {
     assert!(beyond > 0 && beyond < 100, "24 of 1024 keys are beyond: {line}");
 }
 
+/// getmergeoperands (RocksDB's `sortlist` operator): 1 is found in the key's merged value and
+/// in its first operand, and the samples are db_bench's.
+#[test]
+fn getmergeoperands_finds_the_integer_in_the_value_and_the_operands() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(dir.path(), &["--benchmarks=getmergeoperands", "--merge_operator=sortlist"]);
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    for line in [
+        "--- Get API call --- ",
+        "Sample data from Get API call: 1,2,3,4,5,",
+        "--- GetMergeOperands API --- ",
+        "Sample data from GetMergeOperands API call: List: 0 : 1,2,3,",
+        "List: 1 : 101,102,",
+        "List: 3 : 301,302,",
+    ] {
+        assert!(out.contains(line), "{line:?} in:\n{out}");
+    }
+    assert_eq!(out.matches("Found key? 1\n").count(), 2, "{out}");
+    assert!(!out.contains("List: 4 :"), "four lists shown: {out}");
+    check_result_line(&out, "getmergeoperands");
+}
+
+/// readrandomoperands finds every stored key, whether it holds a value alone or a value and
+/// operands, and counts their bytes.
+#[test]
+fn readrandomoperands_finds_every_stored_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--benchmarks=fillseq,mergerandom,readrandomoperands",
+        "--merge_operator=stringappend",
+        "--num=1000",
+        "--merge_keys=1000",
+        "--reads=1000",
+        "--seed=3",
+    ];
+    let o = run(dir.path(), &args);
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    let line = out.lines().find(|l| l.starts_with("readrandomoperands ")).expect("result line");
+    assert!(line.contains("(1000 of 1000 found)"), "{line}");
+    let mb: f64 = line
+        .split("MB/s")
+        .next()
+        .and_then(|h| h.split_whitespace().last())
+        .map_or(0.0, |v| v.parse().expect("MB/s"));
+    assert!(mb > 0.0, "{line}");
+    check_result_line(&out, "readrandomoperands");
+}
+
 /// verifychecksum passes on an intact DB and fails the run, naming the file, on a flipped
 /// byte in a table.
 #[test]

@@ -45,6 +45,7 @@ mod ingest;
 pub(crate) mod iter;
 mod load_options;
 mod local_sv;
+mod merge_operands;
 mod obsolete;
 mod open;
 pub(crate) mod options_file;
@@ -84,6 +85,7 @@ pub(crate) use self::iter::RawCursor;
 pub use self::iter::{
     DbIterator, DbRawIterator, DbRawIteratorWithThreadMode, Direction, IteratorMode,
 };
+pub use self::merge_operands::GetMergeOperandsOptions;
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
 pub use self::rocksdb_api::{ColumnFamilyMetaData, Range};
 pub use self::wal_updates::DBWALIterator;
@@ -764,6 +766,37 @@ impl Db {
         opts: &ReadOptions,
     ) -> Result<Option<Vec<u8>>> {
         read::get(&self.inner, self.cfd(cf)?, key.as_ref(), opts)
+    }
+
+    /// The merge operands of `key` as stored, oldest first, not merged (RocksDB's
+    /// `GetMergeOperands`): after the key's value when one is under them (a value with no
+    /// operands above it is the one element); `None` for a deleted or never-written key.
+    pub fn get_merge_operands(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<Vec<u8>>>> {
+        let (ro, bounds) = (ReadOptions::default(), GetMergeOperandsOptions::default());
+        self.get_merge_operands_opt(key, &ro, &bounds)
+    }
+
+    /// [`Db::get_merge_operands`] with read options and bounds (a key with more operands
+    /// than `bounds` allows fails with `Incomplete`; its callback can end the lookup early).
+    pub fn get_merge_operands_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+        bounds: &GetMergeOperandsOptions<'_>,
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let cfd = &self.inner.default_cf;
+        merge_operands::get_merge_operands(&self.inner, cfd, key.as_ref(), opts, bounds)
+    }
+
+    /// [`Db::get_merge_operands_opt`] in family `cf`.
+    pub fn get_merge_operands_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+        bounds: &GetMergeOperandsOptions<'_>,
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        merge_operands::get_merge_operands(&self.inner, self.cfd(cf)?, key.as_ref(), opts, bounds)
     }
 
     /// The value of `key` pinned where the read found it, not copied (the `rocksdb` crate's

@@ -24,6 +24,9 @@ pub(crate) enum Lookup {
     /// that gave it must pin it (`Pinned`) before its bytes go away.
     FoundHere,
     Pinned(DbPinnableSlice),
+    /// (Collecting lookups) decided: the operands stacked, above the base value if one was
+    /// found (`GetContext::collect`).
+    Operands(Option<Vec<u8>>),
     Deleted,
     Failed(Error),
 }
@@ -44,6 +47,12 @@ pub(crate) struct GetContext<'a> {
     pub pin: bool,
     /// Reads values kept in blob files (entries of type `BlobIndex`).
     pub blobs: Option<&'a dyn crate::iterator::BlobFetch>,
+    /// GetMergeOperands (`db/merge_operands.rs`): the lookup ends with the operands and the
+    /// base value as found, never merged (no merge operator is needed), and a value with
+    /// no operands above it is one operand too.
+    pub collect: bool,
+    /// With `collect`: asked of each operand, newest first; `false` ends the lookup there.
+    pub continue_cb: Option<super::merge_operands::OperandCallback<'a>>,
 }
 
 impl<'a> GetContext<'a> {
@@ -56,6 +65,8 @@ impl<'a> GetContext<'a> {
             covered_below: SeqNo::ZERO,
             pin: false,
             blobs: None,
+            collect: false,
+            continue_cb: None,
         }
     }
 
@@ -113,7 +124,7 @@ impl<'a> GetContext<'a> {
         }
         match p.value_type {
             ValueType::Value => {
-                self.state = if self.operands.is_empty() {
+                self.state = if self.operands.is_empty() && !self.collect {
                     if self.pin {
                         Lookup::FoundHere
                     } else {
@@ -130,7 +141,7 @@ impl<'a> GetContext<'a> {
                 false
             }
             ValueType::Merge => {
-                if self.merge_operator.is_none() {
+                if self.merge_operator.is_none() && !self.collect {
                     self.state = Lookup::Failed(Error::InvalidArgument(format!(
                         "key {:?} holds merge operands but no merge operator is configured",
                         String::from_utf8_lossy(self.user_key)
@@ -139,6 +150,10 @@ impl<'a> GetContext<'a> {
                 }
                 perf_context::count(PerfMetric::InternalMergeCount, 1);
                 self.operands.push(value.to_vec());
+                if self.continue_cb.is_some_and(|go_on| !go_on(value)) {
+                    self.state = Lookup::Operands(None);
+                    return false;
+                }
                 true
             }
             // Range tombstones live in their own structures, never on the point path.
@@ -149,7 +164,7 @@ impl<'a> GetContext<'a> {
                     None => Err(crate::iterator::no_blob_source(self.user_key)),
                 };
                 self.state = match v {
-                    Ok(v) if self.operands.is_empty() => Lookup::Found(v),
+                    Ok(v) if self.operands.is_empty() && !self.collect => Lookup::Found(v),
                     Ok(v) => self.merge(Some(&v)),
                     Err(e) => Lookup::Failed(e),
                 };
@@ -158,8 +173,11 @@ impl<'a> GetContext<'a> {
         }
     }
 
-    /// Applies the stacked operands to `base`.
+    /// Applies the stacked operands to `base` (a collecting lookup keeps them as they are).
     fn merge(&self, base: Option<&[u8]>) -> Lookup {
+        if self.collect {
+            return Lookup::Operands(base.map(<[u8]>::to_vec));
+        }
         let Some(op) = self.merge_operator else {
             return Lookup::Failed(Error::InvalidArgument("no merge operator".into()));
         };
@@ -196,6 +214,7 @@ impl<'a> GetContext<'a> {
             Lookup::FoundHere => Err(Error::InvalidArgument(
                 "internal: a copying lookup's value was left in place".into(),
             )),
+            Lookup::Operands(_) => Err(collected()),
             Lookup::Failed(e) => Err(e),
         }
     }
@@ -211,8 +230,32 @@ impl<'a> GetContext<'a> {
             Lookup::FoundHere => Err(Error::InvalidArgument(
                 "internal: a pinned lookup's value was not pinned by its source".into(),
             )),
+            Lookup::Operands(_) => Err(collected()),
             Lookup::Failed(e) => Err(e),
         }
+    }
+
+    /// Ends a collecting lookup (`collect`) after every source was read: the base value (if
+    /// one was found) and the operands above it, oldest first; `None` when the key is
+    /// deleted or was never written.
+    pub fn finish_operands(mut self) -> Result<Option<Vec<Vec<u8>>>> {
+        self.settle();
+        let base = match self.state {
+            Lookup::Operands(base) => base,
+            Lookup::Searching | Lookup::Deleted => return Ok(None),
+            Lookup::Failed(e) => return Err(e),
+            Lookup::Found(_) | Lookup::FoundHere | Lookup::Pinned(_) => {
+                return Err(Error::InvalidArgument(
+                    "internal: a collecting lookup merged its operands".into(),
+                ))
+            }
+        };
+        let mut operands = self.operands;
+        operands.reverse();
+        if let Some(b) = base {
+            operands.insert(0, b);
+        }
+        Ok(Some(operands))
     }
 
     /// Attributes a decoding failure to the table it came from.
@@ -425,9 +468,15 @@ fn count_bytes_read<V: std::ops::Deref<Target = [u8]>>(
     r
 }
 
+/// A value lookup that ended with its operands unmerged: a defect, reported rather than
+/// panicking.
+fn collected() -> Error {
+    Error::InvalidArgument("internal: a value lookup ended with its operands unmerged".into())
+}
+
 /// Feeds `ctx` the entries of `key` at `seq` from the sources of `sv`, newest first, until
 /// one decides the lookup.
-fn search(
+pub(super) fn search(
     inner: &DbInner,
     sv: &super::SuperVersion,
     key: &[u8],
@@ -480,7 +529,11 @@ fn search(
                         super::row_cache::replay(&row, key, ctx);
                         return Ok(());
                     }
-                    Probe::Miss { keep: k } => keep = k && opts.fill_cache,
+                    // A row holds a key's entries up to the one that decided the lookup by
+                    // them alone; a callback's stop is not such a place.
+                    Probe::Miss { keep: k } => {
+                        keep = k && opts.fill_cache && ctx.continue_cb.is_none();
+                    }
                 }
             }
             let tombstones = t.fragmented_range_tombstones();
