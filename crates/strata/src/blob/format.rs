@@ -230,19 +230,53 @@ pub(crate) fn scan(
     }
     let end = data.len() - FOOTER_LEN;
     let footer = Footer::decode(path, end as u64, &data[end..])?;
-    let (records, bytes, _) = walk(path, data, end, false, f)?;
-    if records != footer.records || bytes != footer.record_bytes {
-        return Err(Error::corruption(
-            path,
-            end as u64,
-            format!(
-                "blob file footer counts {} records of {} bytes, the file holds {records} of \
-                 {bytes}",
-                footer.records, footer.record_bytes
-            ),
-        ));
-    }
+    let (records, bytes, _) = walk(path, &mut &data[..], end, false, f)?;
+    footer.check_counts(path, end as u64, records, bytes)?;
     Ok((header, footer))
+}
+
+impl Footer {
+    /// `Corruption` (at `end`, the footer's offset) unless the walk before it found the
+    /// records and bytes it counts.
+    pub(crate) fn check_counts(
+        &self,
+        path: &Path,
+        end: u64,
+        records: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        if records != self.records || bytes != self.record_bytes {
+            return Err(Error::corruption(
+                path,
+                end,
+                format!(
+                    "blob file footer counts {} records of {} bytes, the file holds {records} \
+                     of {bytes}",
+                    self.records, self.record_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The bytes of a blob file a walk reads, by offset: the whole file in memory, or a file
+/// read through a window (`blob/file_scan.rs`).
+pub(crate) trait RecordSource {
+    /// The `len` bytes at `pos`, which the walk has checked lie before its end.
+    fn at(&mut self, pos: usize, len: usize) -> Result<&[u8]>;
+    /// Whether every byte of `[from, to)` is zero.
+    fn zeros(&mut self, from: usize, to: usize) -> Result<bool>;
+}
+
+impl RecordSource for &[u8] {
+    fn at(&mut self, pos: usize, len: usize) -> Result<&[u8]> {
+        Ok(&self[pos..pos + len])
+    }
+
+    fn zeros(&mut self, from: usize, to: usize) -> Result<bool> {
+        Ok(self[from..to].iter().all(|&b| b == 0))
+    }
 }
 
 /// Whether `data`, a whole blob file, ends with a footer (magic and checksum right).
@@ -262,16 +296,16 @@ pub(crate) fn scan_unfinished(
     f: impl FnMut(&ScannedRecord<'_>) -> Result<()>,
 ) -> Result<(Header, Footer, u64)> {
     let header = Header::decode(path, data)?;
-    let (records, record_bytes, stop) = walk(path, data, data.len(), true, f)?;
+    let (records, record_bytes, stop) = walk(path, &mut &data[..], data.len(), true, f)?;
     Ok((header, Footer { records, record_bytes }, (data.len() - stop) as u64))
 }
 
 /// Walks the records of `data` from the header to `end`, calling `f` for each; returns their
 /// count, their bytes and where the walk stopped: at `end`, or, with `torn_ok`, at the start
 /// of a crash's tail ([`scan_unfinished`]). Any other damage is an error at its offset.
-fn walk(
+pub(crate) fn walk(
     path: &Path,
-    data: &[u8],
+    data: &mut impl RecordSource,
     end: usize,
     torn_ok: bool,
     mut f: impl FnMut(&ScannedRecord<'_>) -> Result<()>,
@@ -285,7 +319,8 @@ fn walk(
             }
             return bad(format!("{} stray bytes before the footer", end - pos));
         }
-        let (klen, vlen) = (decode_fixed32(data, pos + 4) as usize, decode_fixed32(data, pos + 8));
+        let head = data.at(pos, RECORD_HEADER)?;
+        let (klen, vlen) = (decode_fixed32(head, 4) as usize, decode_fixed32(head, 8));
         let size = record_size(klen, u64::from(vlen));
         if size > (end - pos) as u64 {
             if torn_ok {
@@ -293,14 +328,16 @@ fn walk(
             }
             return bad(format!("record of {size} bytes runs past the footer"));
         }
-        let rec = &data[pos..pos + size as usize];
+        let rec = data.at(pos, size as usize)?;
         let (key, value) = rec[RECORD_HEADER..].split_at(klen);
         if decode_fixed32(rec, 0) != record_crc(key, value, rec[COMPRESSION_AT]) {
-            if torn_ok && data[pos + size as usize..end].iter().all(|&b| b == 0) {
+            if torn_ok && data.zeros(pos + size as usize, end)? {
                 break;
             }
             return bad("blob record checksum mismatch".into());
         }
+        let rec = data.at(pos, size as usize)?;
+        let (key, value) = rec[RECORD_HEADER..].split_at(klen);
         let Some(compression) = CompressionType::from_u8(rec[COMPRESSION_AT]) else {
             return bad(format!(
                 "unknown compression type {} in a blob record",

@@ -28,6 +28,7 @@
 //! Formats: `format.rs` (the file), `index.rs` (the index), mirrored in
 //! `docs/format/blob.md`.
 
+pub(crate) mod file_scan;
 pub(crate) mod format;
 pub(crate) mod index;
 pub(crate) mod readahead;

@@ -13,7 +13,8 @@ use crate::key::{make_internal_key, parse_internal_key};
 use crate::sstable::CompressionType;
 use crate::types::{FileNumber, SeqNo, ValueType};
 
-fn write_file(
+/// Writes blob file `n` of `records` into `/db` with compression `c`; their indexes.
+pub(super) fn write_file(
     fs: &MemFs,
     n: u64,
     c: CompressionType,

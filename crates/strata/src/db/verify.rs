@@ -1,7 +1,8 @@
 //! `Db::verify_checksum`: RocksDB's `DB::VerifyChecksum` on an open DB. Every live table of
 //! every family is read whole from its file (footer, metaindex, index, filter, range
 //! deletions and properties parsed, then every data block read, the block cache bypassed) and
-//! every live blob file record by record, each checksum checked.
+//! every live blob file record by record through a window of it (`blob/file_scan.rs`), each
+//! checksum checked.
 
 use std::sync::Arc;
 
@@ -41,8 +42,8 @@ impl Db {
         blobs.dedup();
         for n in blobs {
             let path = inner.dir.join(blob_file_name(n));
-            let data = fs.open(&path)?.read_all()?;
-            crate::blob::format::scan(&path, &data, |r| match r.compression {
+            let file = fs.open(&path)?;
+            crate::blob::file_scan::scan_file(&path, file.as_ref(), |r| match r.compression {
                 CompressionType::None => Ok(()),
                 c => crate::sstable::compression::uncompress(c, r.value, r.offset)
                     .map(drop)
