@@ -88,6 +88,9 @@ pub enum Read {
     ApproximateSizes,
     /// `readrandom` through `GetMergeOperands` (`readrandomoperands`).
     Operands,
+    /// `GetApproximateMemTableStats` of ranges of `--batch_size` keys
+    /// (`approximatememtablestats`).
+    MemtableStats,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -434,6 +437,13 @@ pub const BENCHMARKS: &[Benchmark] = &[
          all of a key's when it has more than any before",
     ),
     row(
+        "approximatememtablestats",
+        W::Read(Read::MemtableStats),
+        READ,
+        "approximate memtable entries of ranges of --batch_size random keys, their counts' \
+         histogram against the expected",
+    ),
+    row(
         "approximatesizerandom",
         W::Read(Read::ApproximateSizes),
         READ,
@@ -636,7 +646,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "stats_history",
     "heapprofile",
     "replay",
-    "approximatememtablestats",
     "openandcompact",
     "readrandomcoroutine",
     "multireadrandomcoroutine",

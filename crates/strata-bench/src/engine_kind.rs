@@ -459,6 +459,10 @@ pub const ROCKSDB_HONOURED_FLAGS: &[&str] = &[
 pub const ROCKSDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("getmergeoperands", "the rocksdb crate and RocksDB's C API lack GetMergeOperands"),
     ("readrandomoperands", "the rocksdb crate and RocksDB's C API lack GetMergeOperands"),
+    (
+        "approximatememtablestats",
+        "the rocksdb crate and RocksDB's C API lack GetApproximateMemTableStats",
+    ),
 ];
 
 /// Engine-class flags applied to SQLite (`engine/sqlite.rs`).
@@ -489,6 +493,7 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "SQLite has no backup engine here"),
     ("restore", "SQLite has no backup engine here"),
     ("readrandomoperands", "SQLite has no merge operands"),
+    ("approximatememtablestats", "SQLite has no memtable statistics here"),
 ];
 
 /// Engine-class flags the memory engine applies (`engine/memory.rs`).
@@ -522,6 +527,7 @@ pub const LEVELDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "LevelDB has no backup engine here"),
     ("restore", "LevelDB has no backup engine here"),
     ("readrandomoperands", "LevelDB has no merge operands"),
+    ("approximatememtablestats", "LevelDB has no memtable statistics here"),
 ];
 
 /// Engine-class flags applied to Kyoto Cabinet's TreeDB (`engine/kyoto.rs`): `--cache_size`
@@ -548,6 +554,7 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "Kyoto Cabinet has no backup engine here"),
     ("restore", "Kyoto Cabinet has no backup engine here"),
     ("readrandomoperands", "Kyoto Cabinet has no merge operands"),
+    ("approximatememtablestats", "Kyoto Cabinet has no memtable statistics here"),
 ];
 
 /// Engine-class flags applied to fjall (`engine/fjall.rs`). Flags left at their defaults keep
@@ -576,6 +583,7 @@ pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "fjall has no backup engine here"),
     ("restore", "fjall has no backup engine here"),
     ("readrandomoperands", "fjall has no merge operands"),
+    ("approximatememtablestats", "fjall has no memtable statistics here"),
 ];
 
 /// Engine-class flags applied to redb (`engine/redb.rs`): `--cache_size` is its page cache;
@@ -598,4 +606,5 @@ pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "redb has no backup engine here"),
     ("restore", "redb has no backup engine here"),
     ("readrandomoperands", "redb has no merge operands"),
+    ("approximatememtablestats", "redb has no memtable statistics here"),
 ];

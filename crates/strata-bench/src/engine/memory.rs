@@ -141,6 +141,16 @@ impl Engine for MemoryEngine {
         Ok(Operands::Found)
     }
 
+    /// Everything is in memory: the exact entries of the range and their key and value bytes.
+    fn approximate_memtable_stats(&self, start: &[u8], end: &[u8]) -> Result<(u64, u64)> {
+        if start >= end {
+            return Ok((0, 0));
+        }
+        let m = self.read_map()?;
+        Ok(m.range(start.to_vec()..end.to_vec())
+            .fold((0, 0), |(n, b), (k, v)| (n + 1, b + (k.len() + v.len()) as u64)))
+    }
+
     /// The exact bytes (keys and values) in each range.
     fn approximate_sizes(
         &self,

@@ -379,6 +379,11 @@ pub trait Engine: Send + Sync {
     ) -> Result<()> {
         bail!("this engine has no approximate sizes of key ranges")
     }
+    /// About how many entries of the memtables lie in `[start, end)`, and their bytes
+    /// (RocksDB's `GetApproximateMemTableStats`; the default family).
+    fn approximate_memtable_stats(&self, _start: &[u8], _end: &[u8]) -> Result<(u64, u64)> {
+        bail!("this engine has no approximate memtable statistics")
+    }
     /// A new backup of the DB into `dir` (created if missing), after every backup already
     /// there is deleted (db_bench's `destroy_old_data`); checks that `dir` then holds one.
     fn backup(&self, _dir: &std::path::Path) -> Result<()> {

@@ -685,6 +685,10 @@ impl Engine for StrataEngine {
         Ok(())
     }
 
+    fn approximate_memtable_stats(&self, start: &[u8], end: &[u8]) -> Result<(u64, u64)> {
+        Ok(self.db.get_approximate_memtable_stats(&strata::Range::new(start, end)))
+    }
+
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {
         Ok(Box::new(StrataSnapshot { engine: self, snap: self.db.snapshot() }))
     }

@@ -1,13 +1,14 @@
 //! Point reads and scans: readseq, readreverse, readtocache, readrandom, readrandomsmall,
 //! readmissing, readhot, readrandomfast, readtorowcache, multireadrandom, newiterator,
-//! approximatesizerandom, readrandomoperands
+//! approximatesizerandom, readrandomoperands, approximatememtablestats
 //! (`docs/db_bench.md` §5.3).
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::op_loop::{Ctx, Step, Worker};
 use crate::catalog::Read;
 use crate::engine::{Bounds, Operands};
+use crate::histogram::Histogram;
 use crate::keys::random_read_key;
 use crate::stats::OpType;
 
@@ -21,6 +22,7 @@ pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Read::NewIterator => new_iterators(cx, ts),
         Read::ApproximateSizes => approximate_sizes(cx, ts),
         Read::Operands => random_operands(cx, ts),
+        Read::MemtableStats => memtable_stats(cx, ts),
     }
 }
 
@@ -192,6 +194,34 @@ fn approximate_sizes(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     })?;
     ts.stats
         .add_message(&format!("(Avg approx size={})", crate::printf::g(sum as f64 / count as f64)));
+    Ok(())
+}
+
+/// db_bench's `approximatememtablestats`: `--reads` calls per thread (or `--duration`
+/// seconds) of the engine's `GetApproximateMemTableStats` over `--batch_size` keys from a
+/// random one below `--num - --batch_size`, one operation each; the message is the counts'
+/// histogram, headed by the count expected.
+fn memtable_stats(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    if p.flags_num < p.batch {
+        bail!("approximatememtablestats: --num={} is below --batch_size={}", p.flags_num, p.batch);
+    }
+    let range = (p.flags_num - p.batch).max(1);
+    let mut start = Vec::new();
+    let mut counts = Histogram::new();
+    cx.ops(p.reads, 1, true).run(ts, |ts| {
+        let first = ts.rand.next_u64() % range;
+        p.key.encode(first, p.flags_num, &mut start);
+        p.key.encode(first + p.batch, p.flags_num, &mut ts.key);
+        let (count, _) = cx.engine.approximate_memtable_stats(&start, &ts.key)?;
+        counts.add(count);
+        Ok(Step::Did(OpType::Others, 0))
+    })?;
+    ts.stats.add_message(&format!(
+        "\nReported entry count stats (expected {}):\n{}",
+        p.batch,
+        counts.to_text()
+    ));
     Ok(())
 }
 

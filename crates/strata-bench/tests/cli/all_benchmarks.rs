@@ -280,6 +280,33 @@ fn readrandomoperands_finds_every_stored_key() {
     check_result_line(&out, "readrandomoperands");
 }
 
+/// approximatememtablestats: ranges of 10 keys of a sequential fill, all in the memtable,
+/// are counted exactly (a small range is counted on the skiplist's bottom level).
+#[test]
+fn approximatememtablestats_reports_the_counts_histogram() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--benchmarks=fillseq,approximatememtablestats",
+        "--num=1000",
+        "--batch_size=10",
+        "--reads=200",
+        "--seed=5",
+    ];
+    let o = run(dir.path(), &args);
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    check_result_line(&out, "approximatememtablestats");
+    assert!(out.contains("Reported entry count stats (expected 10):\nCount: 200 "), "{out}");
+    assert!(out.contains("Min: 10  Median: "), "{out}");
+    let max = out.lines().find(|l| l.starts_with("Min: 10 ")).expect("min line");
+    assert!(max.ends_with("Max: 10"), "{max}");
+    let o =
+        run(dir.path(), &["--benchmarks=approximatememtablestats", "--num=5", "--batch_size=10"]);
+    let (_, errs) = text(&o);
+    assert!(!o.status.success());
+    assert!(errs.contains("--num=5 is below --batch_size=10"), "{errs}");
+}
+
 /// verifychecksum passes on an intact DB and fails the run, naming the file, on a flipped
 /// byte in a table.
 #[test]

@@ -1,6 +1,8 @@
 //! The DB's files: the WAL files of a directory pair (`find_wals`, for recovery, obsolete-file
 //! deletion, repair and the inspector), and as seen from outside, the live file list
-//! (`Db::live_files`) and the approximate bytes of a key range (`Db::get_approximate_sizes`).
+//! (`Db::live_files`), the approximate bytes of a key range (`Db::get_approximate_sizes`) and
+//! the approximate entries and bytes of the memtables in one
+//! (`Db::get_approximate_memtable_stats`).
 
 use std::path::Path;
 
@@ -48,6 +50,21 @@ pub(crate) fn live_files(inner: &DbInner) -> Vec<String> {
     }
     names.sort();
     names
+}
+
+/// About how many entries of family `cfd`'s memtables (the active one and the ones waiting
+/// for their flush) lie between user keys `start` and `end` (exclusive), and their bytes
+/// (`MemTable::approximate_stats`).
+pub(crate) fn approximate_memtable_stats(cfd: &super::Cfd, start: &[u8], end: &[u8]) -> (u64, u64) {
+    let sv = cfd.current_super_version();
+    if !sv.version.order().lt(start, end) {
+        return (0, 0);
+    }
+    let (lo, hi) = (lookup_key(start, SeqNo::MAX), lookup_key(end, SeqNo::MAX));
+    std::iter::once(&sv.mem).chain(&sv.imm).fold((0, 0), |(count, bytes), m| {
+        let (c, b) = m.approximate_stats(&lo, &hi);
+        (count + c, bytes + b)
+    })
 }
 
 /// The bytes of family `cfd`'s table data between user keys `start` and `end` (exclusive).

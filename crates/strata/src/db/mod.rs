@@ -1267,6 +1267,32 @@ impl Db {
         approximate_sizes(&self.inner, &self.inner.default_cf, ranges)
     }
 
+    /// About how many entries of the memtables (the active one and those waiting for their
+    /// flush) lie in `range`, and how many bytes they hold: `(count, bytes)`, RocksDB's
+    /// `GetApproximateMemTableStats` (the crate has none). Each memtable's skiplist counts
+    /// the range on its lowest level where it spans few nodes, scaled by that level's
+    /// spacing: exact for a small range, near for a large one, at a search's cost and a few
+    /// dozen steps a level (`memtable/skiplist.rs`, `estimate_between`).
+    pub fn get_approximate_memtable_stats(&self, range: &Range<'_>) -> (u64, u64) {
+        files::approximate_memtable_stats(&self.inner.default_cf, range.start_key, range.end_key)
+    }
+
+    /// [`Db::get_approximate_memtable_stats`] in column family `cf`; a handle of another DB
+    /// reads as zeros, and the mistake goes to the info LOG.
+    pub fn get_approximate_memtable_stats_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        range: &Range<'_>,
+    ) -> (u64, u64) {
+        match self.cfd(cf) {
+            Ok(cfd) => files::approximate_memtable_stats(cfd, range.start_key, range.end_key),
+            Err(e) => {
+                self.log_info(&format!("get_approximate_memtable_stats_cf: {e}"));
+                (0, 0)
+            }
+        }
+    }
+
     /// [`Db::get_approximate_sizes`] in column family `cf`. The crate's signature has no
     /// error: a handle of another DB reads as zeros, and the mistake goes to the info LOG.
     pub fn get_approximate_sizes_cf(

@@ -400,6 +400,20 @@ impl MemTable {
         self.num_entries.load(Ordering::Relaxed)
     }
 
+    /// About how many entries lie between the internal keys `start` (inclusive) and `end`
+    /// (exclusive), and about how many bytes they hold (RocksDB's `ApproximateStats`): the
+    /// skiplist's estimate ([`SkipList::estimate_between`]), at most the entries held, and
+    /// that count times the arena bytes per entry.
+    pub(crate) fn approximate_stats(&self, start: &[u8], end: &[u8]) -> (u64, u64) {
+        let list = self.skiplist();
+        let n = self.num_entries();
+        let count = list.estimate_between(start, end).min(n);
+        if count == 0 {
+            return (0, 0);
+        }
+        (count, count * (list.memory_usage() as u64 / n))
+    }
+
     /// Arena bytes per entry, once the memtable holds at least `min_entries` (what its
     /// successor's filter is sized from: `db/cf`'s `new_memtable`). The filter and range
     /// tombstones are not counted.

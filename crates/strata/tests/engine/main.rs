@@ -9,6 +9,7 @@ mod get_updates_since;
 mod info_log;
 mod iterators_and_snapshots;
 mod key_orders;
+mod memtable_stats;
 mod merge_counters;
 mod merge_without_operator;
 mod options_files;
