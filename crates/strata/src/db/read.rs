@@ -288,6 +288,7 @@ struct LookupKeyBuf {
 }
 
 impl LookupKeyBuf {
+    #[inline(always)]
     fn new(ukey: &[u8], seq: SeqNo) -> Self {
         let mut b = LookupKeyBuf { inline: [0; 128], heap: Vec::new(), len: ukey.len() + 8 };
         if b.len <= b.inline.len() {
@@ -475,7 +476,11 @@ fn collected() -> Error {
 }
 
 /// Feeds `ctx` the entries of `key` at `seq` from the sources of `sv`, newest first, until
-/// one decides the lookup.
+/// one decides the lookup. Inlined into each caller (the copying get, the pinning get,
+/// GetMergeOperands), with its lookup key's set-up: left to itself, the compiler stops
+/// inlining it once it has three callers, and the copying get, the hot one, then pays a call
+/// and a lookup key built out of line on every read.
+#[inline(always)]
 pub(super) fn search(
     inner: &DbInner,
     sv: &super::SuperVersion,
