@@ -167,7 +167,8 @@ fn get_merge_operands(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         let mut list = String::new();
         for i in 1..TOTAL {
             if i % LIST == 0 {
-                engine.merge(KEY, list.trim_end_matches(',').as_bytes(), &p.wo)?;
+                let operand = list.trim_end_matches(',').as_bytes();
+                engine.merge(KEY, operand, &p.wo).context("merge error")?;
                 list.clear();
             } else {
                 let _ = write!(list, "{i},");
@@ -187,7 +188,9 @@ fn get_merge_operands(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         let start = Instant::now();
         let mut operands = Vec::new();
         let max = (TOTAL / LIST + 1) as usize;
-        let got = engine.get_merge_operands(KEY, &p.ro, max, &mut operands)?;
+        let got = engine
+            .get_merge_operands(KEY, &p.ro, max, &mut operands)
+            .context("GetMergeOperands error")?;
         if got == Operands::MoreThanMax {
             bail!("getmergeoperands: my_key has more than {max} operands (an existing DB?)");
         }
