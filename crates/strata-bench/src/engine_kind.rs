@@ -123,22 +123,18 @@ impl EngineKind {
 
     /// `Err(reason)` when the engine cannot run benchmark `name`.
     pub fn check_benchmark(self, name: &str) -> std::result::Result<(), String> {
+        // Why the engine cannot merge (`None`: it can), and what else it cannot run.
         let (merge, unsupported) = match self {
             EngineKind::Strata | EngineKind::Memory => return Ok(()),
-            EngineKind::RocksDb => {
-                return match ROCKSDB_UNSUPPORTED.iter().find(|(n, _)| *n == name) {
-                    Some((_, why)) => Err((*why).to_string()),
-                    None => Ok(()),
-                }
-            }
-            EngineKind::Sqlite => ("SQLite has no merge operator", SQLITE_UNSUPPORTED),
-            EngineKind::LevelDb => ("LevelDB has no merge operator", LEVELDB_UNSUPPORTED),
-            EngineKind::Kyoto => ("Kyoto Cabinet has no merge operator", KYOTO_UNSUPPORTED),
-            EngineKind::Fjall => ("fjall has no merge operator", FJALL_UNSUPPORTED),
-            EngineKind::Redb => ("redb has no merge operator", REDB_UNSUPPORTED),
+            EngineKind::RocksDb => (None, ROCKSDB_UNSUPPORTED),
+            EngineKind::Sqlite => (Some("SQLite has no merge operator"), SQLITE_UNSUPPORTED),
+            EngineKind::LevelDb => (Some("LevelDB has no merge operator"), LEVELDB_UNSUPPORTED),
+            EngineKind::Kyoto => (Some("Kyoto Cabinet has no merge operator"), KYOTO_UNSUPPORTED),
+            EngineKind::Fjall => (Some("fjall has no merge operator"), FJALL_UNSUPPORTED),
+            EngineKind::Redb => (Some("redb has no merge operator"), REDB_UNSUPPORTED),
         };
-        if catalog::find(name).is_some_and(|b| b.merge_operator) {
-            return Err(merge.to_string());
+        if let Some(why) = merge.filter(|_| catalog::find(name).is_some_and(|b| b.merge_operator)) {
+            return Err(why.to_string());
         }
         match unsupported.iter().find(|(n, _)| *n == name) {
             Some((_, why)) => Err((*why).to_string()),

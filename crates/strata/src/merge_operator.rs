@@ -233,7 +233,9 @@ impl MergeOperator for BytesXorOperator {
 pub struct SortListOperator;
 
 impl SortListOperator {
-    fn numbers(v: &[u8], into: &mut Vec<i64>) -> Option<()> {
+    /// Appends the integers of the list `v` to `into`; `None` when `v` is not such a list
+    /// (RocksDB's `SortList::MakeVector`).
+    pub fn numbers(v: &[u8], into: &mut Vec<i64>) -> Option<()> {
         if v.is_empty() {
             return Some(());
         }
@@ -263,10 +265,9 @@ impl MergeOperator for SortListOperator {
         all.sort_unstable();
         let mut out = Vec::new();
         for (i, n) in all.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(n.to_string().as_bytes());
+            let sep = if i > 0 { "," } else { "" };
+            // Writing into a vector cannot fail.
+            let _ = std::io::Write::write_fmt(&mut out, format_args!("{sep}{n}"));
         }
         Some(out)
     }

@@ -131,8 +131,9 @@ pub struct Options {
     pub block_cache: Option<Cache>,
     /// A row cache (RocksDB's `row_cache`, DB-wide): what a point read found for a key in a
     /// table file, kept so the next read of that key there, once the table's filter lets it
-    /// through, skips the table's index and data block. Worth it for small hot values read far more than written. A `Cache` made
-    /// for it (`Cache::new_lru`); one given to several DBs is one budget. Default: none.
+    /// through, skips the table's index and data block. Worth it for small hot values read
+    /// far more than written. A `Cache` made for it (`Cache::new_lru`); one given to several
+    /// DBs is one budget. Default: none.
     pub row_cache: Option<Cache>,
     /// Target uncompressed size of a data block. Smaller blocks make point reads cheaper and
     /// the index larger. Default: 4096.

@@ -211,20 +211,17 @@ fn get_merge_operands(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     })
 }
 
-/// The integers of a comma-separated list (RocksDB's `SortList::MakeVector`).
+/// The integers of a comma-separated list (the `sortlist` operator's reading of one).
 fn sorted_list(v: &[u8]) -> Result<Vec<i64>> {
-    let bad = || {
-        let head = String::from_utf8_lossy(&v[..v.len().min(40)]).into_owned();
-        anyhow::anyhow!(
+    let mut out = Vec::new();
+    if strata::merge_operator::SortListOperator::numbers(v, &mut out).is_none() {
+        let head = String::from_utf8_lossy(&v[..v.len().min(40)]);
+        bail!(
             "getmergeoperands: {head:?} is not a comma-separated list of integers (the merge \
-             operator must join lists: --merge_operator=stringappend)"
-        )
-    };
-    if v.is_empty() {
-        return Ok(Vec::new());
+             operator must join lists: --merge_operator=sortlist or stringappend)"
+        );
     }
-    let text = std::str::from_utf8(v).map_err(|_| bad())?;
-    text.split(',').map(|n| n.parse::<i64>().map_err(|_| bad())).collect()
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -266,20 +266,16 @@ impl Raw {
 
     /// [`Raw::read`] from `srv`, whose state a failure names (a crash or a hang).
     pub fn read_from(&mut self, srv: &mut Server) -> Reply {
-        match self.try_read() {
-            Some(r) => r,
-            None => {
-                let why = self.ended.as_deref().unwrap_or("?");
-                panic!("no reply: {why}; the server {}", srv.state())
-            }
-        }
+        self.try_read().unwrap_or_else(|| panic!("{}; the server {}", self.no_reply(), srv.state()))
     }
 
     pub fn read(&mut self) -> Reply {
-        match self.try_read() {
-            Some(r) => r,
-            None => panic!("no reply: {}", self.ended.as_deref().unwrap_or("?")),
-        }
+        self.try_read().unwrap_or_else(|| panic!("{}", self.no_reply()))
+    }
+
+    /// Why the last read found no reply.
+    fn no_reply(&self) -> String {
+        format!("no reply: {}", self.ended.as_deref().unwrap_or("?"))
     }
 }
 

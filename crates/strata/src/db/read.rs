@@ -5,7 +5,7 @@ use super::row_cache::Recorder;
 use super::{Cfd, DbInner};
 use crate::cache::Probe;
 use crate::error::{Error, Result};
-use crate::key::{append_internal_key, parse_internal_key, user_key};
+use crate::key::{append_internal_key, parse_internal_key, user_key, TRAILER_LEN};
 use crate::merge_operator::MergeOperator;
 use crate::options::ReadOptions;
 use crate::perf_context::{self, PerfMetric, PerfTimer};
@@ -280,8 +280,9 @@ impl<'a> GetContext<'a> {
     }
 }
 
-/// A lookup key built on the stack for ordinary key sizes.
-struct LookupKeyBuf {
+/// An internal key built on the stack for ordinary key sizes: a lookup's seek key, or a row
+/// cache replay's entry key (`row_cache.rs`, its trailer set per entry).
+pub(super) struct LookupKeyBuf {
     inline: [u8; 128],
     heap: Vec<u8>,
     len: usize,
@@ -289,7 +290,7 @@ struct LookupKeyBuf {
 
 impl LookupKeyBuf {
     #[inline(always)]
-    fn new(ukey: &[u8], seq: SeqNo) -> Self {
+    pub(super) fn new(ukey: &[u8], seq: SeqNo) -> Self {
         let mut b = LookupKeyBuf { inline: [0; 128], heap: Vec::new(), len: ukey.len() + 8 };
         if b.len <= b.inline.len() {
             b.inline[..ukey.len()].copy_from_slice(ukey);
@@ -301,12 +302,19 @@ impl LookupKeyBuf {
         b
     }
 
-    fn as_slice(&self) -> &[u8] {
+    pub(super) fn as_slice(&self) -> &[u8] {
         if self.heap.is_empty() {
             &self.inline[..self.len]
         } else {
             &self.heap
         }
+    }
+
+    /// Replaces the key's trailer (sequence number and type) with `trailer`'s 8 bytes.
+    pub(super) fn set_trailer(&mut self, trailer: &[u8]) {
+        let key = if self.heap.is_empty() { &mut self.inline[..self.len] } else { &mut self.heap };
+        let at = key.len() - TRAILER_LEN;
+        key[at..].copy_from_slice(trailer);
     }
 }
 

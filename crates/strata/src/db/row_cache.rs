@@ -31,7 +31,7 @@
 //! (`fill_cache`), and kept only when the file held an entry of the key and the read set no
 //! error.
 
-use super::read::GetContext;
+use super::read::{GetContext, LookupKeyBuf};
 use crate::cache::{Probe, Row};
 use crate::error::Error;
 use crate::key::{parse_internal_key, TRAILER_LEN};
@@ -130,17 +130,8 @@ pub(crate) fn replay(row: &Row, key: &[u8], ctx: &mut GetContext<'_>) {
     // The value is taken as a copy: a pinning lookup's pin points into a table's block or a
     // memtable, never into the cache's row.
     let pin = std::mem::replace(&mut ctx.pin, false);
-    // Each entry's internal key: the key, then the entry's trailer (on the stack for ordinary
-    // key sizes).
-    let (mut inline, mut heap) = ([0u8; 128], Vec::new());
-    let ikey: &mut [u8] = match inline.get_mut(..key.len() + TRAILER_LEN) {
-        Some(s) => s,
-        None => {
-            heap.resize(key.len() + TRAILER_LEN, 0);
-            &mut heap
-        }
-    };
-    ikey[..key.len()].copy_from_slice(key);
+    // Each entry's internal key: the key, then the entry's trailer.
+    let mut ikey = LookupKeyBuf::new(key, SeqNo::ZERO);
     let mut pos = 8;
     while pos < data.len() && !ctx.is_done() {
         let Some(trailer) = data.get(pos..pos + TRAILER_LEN) else {
@@ -156,8 +147,8 @@ pub(crate) fn replay(row: &Row, key: &[u8], ctx: &mut GetContext<'_>) {
             break;
         };
         pos += n;
-        ikey[key.len()..].copy_from_slice(trailer);
-        if !ctx.add(ikey, value) {
+        ikey.set_trailer(trailer);
+        if !ctx.add(ikey.as_slice(), value) {
             break;
         }
     }

@@ -651,11 +651,9 @@ impl SkipList {
         };
         let height = self.height.load(MemOrder::Relaxed);
         let mut preds = [self.head(); MAX_HEIGHT];
-        let mut x = self.head();
+        let (mut x, mut bound) = (self.head(), None);
         for level in (0..height).rev() {
-            while let Some(n) = x.next(level).filter(|n| less(n.key(), start)) {
-                x = n;
-            }
+            x = walk(x, level, &mut |k: &[u8]| less(k, start), &mut bound).0;
             preds[level] = x;
         }
         for (level, pred) in preds.iter().enumerate().take(height) {
