@@ -88,6 +88,10 @@ pub enum Read {
     ApproximateSizes,
     /// `readrandom` through `GetMergeOperands` (`readrandomoperands`).
     Operands,
+    /// `readrandom` through `GetEntity` (`readrandomentity`).
+    Entity,
+    /// `multireadrandom` through `MultiGetEntity` (`multireadentity`).
+    MultiEntity,
     /// `GetApproximateMemTableStats` of ranges of `--batch_size` keys
     /// (`approximatememtablestats`).
     MemtableStats,
@@ -437,6 +441,18 @@ pub const BENCHMARKS: &[Benchmark] = &[
          all of a key's when it has more than any before",
     ),
     row(
+        "readrandomentity",
+        W::Read(Read::Entity),
+        READ,
+        "gets of random keys' wide columns (GetEntity; a plain value is one default column)",
+    ),
+    row(
+        "multireadentity",
+        W::Read(Read::MultiEntity),
+        READ,
+        "MultiGetEntity of --batch_size random keys",
+    ),
+    row(
         "approximatememtablestats",
         W::Read(Read::MemtableStats),
         READ,
@@ -649,8 +665,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "openandcompact",
     "readrandomcoroutine",
     "multireadrandomcoroutine",
-    "readrandomentity",
-    "multireadentity",
     "fillembeddedentity",
     "fillembeddedblob",
     "multiscan",

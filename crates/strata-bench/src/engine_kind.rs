@@ -455,6 +455,8 @@ pub const ROCKSDB_HONOURED_FLAGS: &[&str] = &[
 pub const ROCKSDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("getmergeoperands", "the rocksdb crate and RocksDB's C API lack GetMergeOperands"),
     ("readrandomoperands", "the rocksdb crate and RocksDB's C API lack GetMergeOperands"),
+    ("readrandomentity", "the rocksdb crate and RocksDB's C API lack GetEntity"),
+    ("multireadentity", "the rocksdb crate and RocksDB's C API lack MultiGetEntity"),
     (
         "approximatememtablestats",
         "the rocksdb crate and RocksDB's C API lack GetApproximateMemTableStats",
@@ -489,6 +491,8 @@ pub const SQLITE_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "SQLite has no backup engine here"),
     ("restore", "SQLite has no backup engine here"),
     ("readrandomoperands", "SQLite has no merge operands"),
+    ("readrandomentity", "SQLite's store here has no wide columns"),
+    ("multireadentity", "SQLite's store here has no wide columns"),
     ("approximatememtablestats", "SQLite has no memtable statistics here"),
 ];
 
@@ -523,6 +527,8 @@ pub const LEVELDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "LevelDB has no backup engine here"),
     ("restore", "LevelDB has no backup engine here"),
     ("readrandomoperands", "LevelDB has no merge operands"),
+    ("readrandomentity", "LevelDB has no wide columns"),
+    ("multireadentity", "LevelDB has no wide columns"),
     ("approximatememtablestats", "LevelDB has no memtable statistics here"),
 ];
 
@@ -550,6 +556,8 @@ pub const KYOTO_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "Kyoto Cabinet has no backup engine here"),
     ("restore", "Kyoto Cabinet has no backup engine here"),
     ("readrandomoperands", "Kyoto Cabinet has no merge operands"),
+    ("readrandomentity", "Kyoto Cabinet has no wide columns"),
+    ("multireadentity", "Kyoto Cabinet has no wide columns"),
     ("approximatememtablestats", "Kyoto Cabinet has no memtable statistics here"),
 ];
 
@@ -579,6 +587,8 @@ pub const FJALL_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "fjall has no backup engine here"),
     ("restore", "fjall has no backup engine here"),
     ("readrandomoperands", "fjall has no merge operands"),
+    ("readrandomentity", "fjall has no wide columns"),
+    ("multireadentity", "fjall has no wide columns"),
     ("approximatememtablestats", "fjall has no memtable statistics here"),
 ];
 
@@ -602,5 +612,7 @@ pub const REDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("backup", "redb has no backup engine here"),
     ("restore", "redb has no backup engine here"),
     ("readrandomoperands", "redb has no merge operands"),
+    ("readrandomentity", "redb has no wide columns"),
+    ("multireadentity", "redb has no wide columns"),
     ("approximatememtablestats", "redb has no memtable statistics here"),
 ];

@@ -14,6 +14,10 @@
 //! counter's operand for version `v` is a 64-bit hash of `(i, v)`, so the counter's value
 //! identifies which operands were applied.
 
+/// The column an entity put carries beside its default column (the payload): the put's
+/// version, u64 LE (`workload::WorkloadConfig::entity_ratio`).
+pub const VERSION_COLUMN: &[u8] = b"version";
+
 /// Whether a key takes merges.
 pub fn is_counter(i: u32) -> bool {
     i % 4 == 3

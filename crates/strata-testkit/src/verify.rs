@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use strata::{Db, IteratorMode};
 
 use crate::expected::{observe, ExpectedState, KeyState, Observed};
-use crate::value::{is_counter, key, parse_key};
+use crate::value::{decode_value, is_counter, key, parse_key, VERSION_COLUMN};
 
 /// Reads every key with `get`, then scans the DB with an iterator and checks that the scan
 /// agrees (same values, no key the harness never wrote). Returns the observations and the
@@ -36,6 +36,23 @@ pub fn read_all(db: &Db, keys: u32) -> Result<(Vec<Observed>, Vec<String>), stra
     for i in 0..keys {
         if !seen[i as usize] && obs[i as usize] != Observed::Absent {
             problems.push(format!("key {i}: get finds it, the iterator skips it"));
+        }
+    }
+    // An entity's version column survives with its default column (a value key's default
+    // column names its version; a counter's is changed by merges, so only read).
+    for i in 0..keys {
+        let Some(cols) = db.get_entity(key(i))? else { continue };
+        let Some(version) = cols.get(VERSION_COLUMN) else { continue };
+        if is_counter(i) {
+            continue;
+        }
+        let default = cols.default_value().unwrap_or_default();
+        match decode_value(default) {
+            Ok((_, v)) if v.to_le_bytes() == version => {}
+            other => problems.push(format!(
+                "key {i}: entity's version column {version:?} does not match its default \
+                 column ({other:?})"
+            )),
         }
     }
     // Every write went to both families in one batch: they must agree after any crash.

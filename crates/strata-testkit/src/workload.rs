@@ -29,6 +29,11 @@ pub struct WorkloadConfig {
     pub delete_ratio: f64,
     /// Fraction of counter-key operations that merge.
     pub merge_ratio: f64,
+    /// Fraction of puts written as wide-column entities: the value as the default column,
+    /// beside a column naming the put's version (`value::VERSION_COLUMN`), which
+    /// `verify::read_all` checks. Reads through `get` see the default column, so the oracle
+    /// is the same; a counter's merges apply to its entity's default column.
+    pub entity_ratio: f64,
     /// Per write, the chance of calling `Db::flush` first.
     pub flush_ratio: f64,
     /// Per write, the chance of calling `Db::compact_range` over everything first.
@@ -68,6 +73,7 @@ impl WorkloadConfig {
             batch_ratio: [0.0, 0.2, 0.5][rng.gen_range(0..3)],
             delete_ratio: [0.05, 0.2][rng.gen_range(0..2)],
             merge_ratio: [0.5, 0.9][rng.gen_range(0..2)],
+            entity_ratio: [0.0, 0.3][rng.gen_range(0..2)],
             flush_ratio: [0.0, 0.0005, 0.002][rng.gen_range(0..3)],
             compact_ratio: [0.0, 0.0001][rng.gen_range(0..2)],
             read_ratio: 0.05,
@@ -258,12 +264,18 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
         let wo = WriteOptions { sync, disable_wal, ..WriteOptions::default() };
         let ranged = cfg.range_delete_ratio > 0.0 && rng.gen_bool(cfg.range_delete_ratio);
         let dead = cfg.dead_put_ratio > 0.0 && rng.gen_bool(cfg.dead_put_ratio);
+        let entity = cfg.entity_ratio > 0.0 && rng.gen_bool(cfg.entity_ratio);
         let start = history.map_or(0, History::tick);
         // Every op also goes to the shadow family, in the same batch (`crate::SHADOW_CF`).
         let shadow = db.cf_handle(crate::SHADOW_CF);
         let result = if ops.len() == 1 && shadow.is_none() {
             let (i, op, v) = ops[0];
             match op {
+                OpKind::Put if entity => {
+                    let mut b = WriteBatch::new();
+                    b.put_entity(key(i), &entity_columns(i, v));
+                    db.write_opt(b, &wo)
+                }
                 OpKind::Put => db.put_opt(key(i), payload(i, v), &wo),
                 OpKind::Delete if dead && !is_counter(i) => {
                     db.put_opt(key(i), value::dead_value(i), &wo)
@@ -285,6 +297,7 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
             }
             for &(i, op, v) in &ops {
                 match op {
+                    OpKind::Put if entity => b.put_entity(key(i), &entity_columns(i, v)),
                     OpKind::Put => b.put(key(i), payload(i, v)),
                     OpKind::Delete if dead && !is_counter(i) => b.put(key(i), value::dead_value(i)),
                     OpKind::Delete if ranged => {
@@ -298,6 +311,7 @@ pub fn run_thread(w: &Writer<'_>, tid: u32) -> ThreadStats {
                 }
                 if let Some(cf) = &shadow {
                     match op {
+                        OpKind::Put if entity => b.put_entity_cf(cf, key(i), &entity_columns(i, v)),
                         OpKind::Put => b.put_cf(cf, key(i), payload(i, v)),
                         OpKind::Delete if dead && !is_counter(i) => {
                             b.put_cf(cf, key(i), value::dead_value(i));
@@ -421,6 +435,12 @@ fn snapshot_step(
 }
 
 /// The bytes a put of key `i` at version `v` stores.
+/// The columns of an entity put of key `i` at version `v`: the payload as the default
+/// column, and the version (`value::VERSION_COLUMN`).
+fn entity_columns(i: u32, v: u64) -> [(&'static [u8], Vec<u8>); 2] {
+    [(b"", payload(i, v)), (value::VERSION_COLUMN, v.to_le_bytes().to_vec())]
+}
+
 pub fn payload(i: u32, v: u64) -> Vec<u8> {
     if is_counter(i) {
         value::operand(i, v).to_le_bytes().to_vec()

@@ -7,7 +7,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use strata::env::{FileSystem, OsFs};
 use strata::inspect::{
-    blob_index, read_any_blob_file, read_manifest, read_wal, EditItem, Entry, Table, WalRecord,
+    blob_index, entity_columns, read_any_blob_file, read_manifest, read_wal, EditItem, Entry,
+    Table, WalRecord,
 };
 
 use crate::fmt::Bytes;
@@ -37,6 +38,14 @@ pub fn show_entry(f: Bytes, e: &Entry) -> String {
                 format!("{} => blob {file:06}.blob @{offset}, {size} bytes {c:?}", show_key(f, e))
             }
             Err(err) => format!("{} => bad blob index: {err}", show_key(f, e)),
+        },
+        "ENTITY" => match entity_columns(&e.value) {
+            Ok(c) => {
+                let cols: Vec<String> =
+                    c.iter().map(|(n, v)| format!("'{}': '{}'", f.show(n), f.show(v))).collect();
+                format!("{} => {{{}}}", show_key(f, e), cols.join(", "))
+            }
+            Err(err) => format!("{} => bad entity: {err}", show_key(f, e)),
         },
         _ => format!("{} => '{}'", show_key(f, e), f.show(&e.value)),
     }

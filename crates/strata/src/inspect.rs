@@ -34,7 +34,8 @@ pub struct Entry {
     pub key: Vec<u8>,
     /// The sequence number.
     pub seq: u64,
-    /// `PUT`, `DEL`, `SDEL` (single delete), `MERGE` or `RDEL` (range delete); for an index
+    /// `PUT`, `DEL`, `SDEL` (single delete), `MERGE`, `RDEL` (range delete), `BLOB` (a blob
+    /// index) or `ENTITY` (a wide-column entity's encoding); for an index
     /// separator that is a user key (format version 3 tables), `KEY` with sequence 0.
     pub kind: &'static str,
     /// The value, merge operand or range end.
@@ -49,6 +50,7 @@ fn kind_name(t: ValueType) -> &'static str {
         ValueType::Merge => "MERGE",
         ValueType::RangeDeletion => "RDEL",
         ValueType::BlobIndex => "BLOB",
+        ValueType::Entity => "ENTITY",
     }
 }
 
@@ -524,6 +526,11 @@ pub struct BlobFile {
 pub fn blob_index(value: &[u8]) -> Result<(u64, u64, u64, crate::sstable::CompressionType)> {
     let i = crate::blob::BlobIndex::decode(value)?;
     Ok((i.file.0, i.offset, i.size, i.compression))
+}
+
+/// The columns of an entry of kind `ENTITY` (`docs/format/wide_columns.md`).
+pub fn entity_columns(value: &[u8]) -> Result<crate::wide_columns::WideColumns> {
+    crate::wide_columns::WideColumns::decode(value)
 }
 
 /// Reads the blob file at `path` whole, checking its header, every record's checksum, its

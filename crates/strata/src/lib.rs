@@ -22,6 +22,7 @@ pub mod merge_operator;
 pub mod options;
 pub mod perf;
 pub mod statistics;
+pub mod wide_columns;
 pub mod write_batch;
 
 pub(crate) mod blob;
@@ -99,6 +100,7 @@ pub use utilities::{
     TtlIterator, WriteBatchWithIndex, TTL_SUFFIX_LEN,
 };
 pub use wal::WalRecoveryMode;
+pub use wide_columns::{WideColumns, DEFAULT_COLUMN_NAME};
 pub use write_batch::{
     WriteBatch, WriteBatchIterator, WriteBatchIteratorCf, WriteBatchWithTransaction,
 };

@@ -55,12 +55,15 @@ pub enum ValueType {
     /// into tables; with values written at commit (`db/blob_log.rs`) the DB also writes it
     /// into its WAL and memtables. A batch given to the DB never holds it.
     BlobIndex = 5,
+    /// A wide-column entity (RocksDB's `kTypeWideColumnEntity`): the entry's value is the
+    /// encoding of its named columns (`wide_columns.rs`).
+    Entity = 6,
 }
 
 impl ValueType {
     /// The type used when seeking: internal keys of one user key are ordered by descending
     /// (sequence, type), so seeking with the highest type finds every entry at or below `seq`.
-    pub const FOR_SEEK: ValueType = ValueType::BlobIndex;
+    pub const FOR_SEEK: ValueType = ValueType::Entity;
 
     /// Decodes a tag, `None` for an unknown one.
     #[inline]
@@ -72,6 +75,7 @@ impl ValueType {
             3 => Some(ValueType::SingleDeletion),
             4 => Some(ValueType::RangeDeletion),
             5 => Some(ValueType::BlobIndex),
+            6 => Some(ValueType::Entity),
             _ => None,
         }
     }
@@ -87,7 +91,7 @@ mod tests {
             if let Some(t) = ValueType::from_u8(b) {
                 assert_eq!(t as u8, b);
             } else {
-                assert!(b > 4);
+                assert!(b > 6);
             }
         }
     }

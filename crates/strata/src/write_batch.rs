@@ -45,6 +45,7 @@ use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::error::{Error, Result};
 use crate::types::{SeqNo, ValueType};
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_varint32, put_varint64, Reader};
+use crate::wide_columns::{self, WideColumns};
 
 /// Receives the records of a batch from [`WriteBatch::iterate`] (the `rocksdb` crate's
 /// `WriteBatchIterator`); merges and range deletions are ignored unless overridden.
@@ -59,6 +60,12 @@ pub trait WriteBatchIterator {
     fn delete_range(&mut self, _begin: &[u8], _end: &[u8]) {}
     /// A log data blob (`WriteBatch::put_log_data`).
     fn log_data(&mut self, _blob: &[u8]) {}
+    /// A put of the wide-column entity `columns` to `key` (`WriteBatch::put_entity`). Unless
+    /// overridden, a put of the entity's default column (empty when it has none): what a
+    /// plain read of the key returns.
+    fn put_entity(&mut self, key: &[u8], columns: &WideColumns) {
+        self.put(key, columns.default_value().unwrap_or_default());
+    }
 }
 
 /// Receives the records of a batch with their column family id, from
@@ -73,6 +80,11 @@ pub trait WriteBatchIteratorCf {
     fn merge_cf(&mut self, cf_id: u32, key: &[u8], value: &[u8]);
     /// A deletion of `[begin, end)` in family `cf_id`.
     fn delete_range_cf(&mut self, _cf_id: u32, _begin: &[u8], _end: &[u8]) {}
+    /// A put of the wide-column entity `columns` to `key` in family `cf_id`. Unless
+    /// overridden, a put of the entity's default column (empty when it has none).
+    fn put_entity_cf(&mut self, cf_id: u32, key: &[u8], columns: &WideColumns) {
+        self.put_cf(cf_id, key, columns.default_value().unwrap_or_default());
+    }
 }
 
 /// The `rocksdb` crate's batch type, whose parameter tells a transaction DB's batch from a
@@ -123,6 +135,9 @@ pub struct WriteBatch {
     ts_error: Option<String>,
     /// Set when the batch holds a merge: a DB without a merge operator refuses it.
     has_merge: bool,
+    /// The first entity given with a column name twice (`put_entity`): the batch must not
+    /// be written.
+    bad_entity: Option<String>,
     /// Set when a record names a column family other than `default`.
     has_cf: bool,
     /// Set when the batch holds `BlobIndex` records (only a batch the DB wrote to its WAL:
@@ -196,6 +211,7 @@ impl WriteBatch {
             decoded: false,
             ts_error: None,
             has_merge: false,
+            bad_entity: None,
             has_cf: false,
             has_blob_refs: false,
         }
@@ -256,6 +272,52 @@ impl WriteBatch {
     ) {
         self.plain_in(cf, "put_cf");
         self.add(cf.cf_id(), ValueType::Value, key.as_ref(), Some(value.as_ref()));
+    }
+
+    /// Puts the wide-column entity `columns` (`(name, value)` pairs in any order; the column
+    /// named "" is the default column) to `key` (RocksDB's `PutEntity`). A name given twice
+    /// makes the batch fail to write with `InvalidArgument`.
+    pub fn put_entity<K: AsRef<[u8]>, N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        key: K,
+        columns: &[(N, V)],
+    ) {
+        self.plain_default = true;
+        self.add_entity(0, key.as_ref(), columns);
+    }
+
+    /// Puts the wide-column entity `columns` to `key` in family `cf` ([`Self::put_entity`]).
+    /// A family with user-defined timestamps refuses the batch.
+    pub fn put_entity_cf<K: AsRef<[u8]>, N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        columns: &[(N, V)],
+    ) {
+        if cf.timestamp_size() > 0 && self.ts_error.is_none() {
+            self.ts_error = Some(
+                "put_entity_cf: wide-column entities are not supported in a column family \
+                 with user-defined timestamps"
+                    .into(),
+            );
+        }
+        if cf.cf_id() == 0 {
+            self.plain_default = true;
+        }
+        self.add_entity(cf.cf_id(), key.as_ref(), columns);
+    }
+
+    fn add_entity<N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        cf: ColumnFamilyId,
+        key: &[u8],
+        columns: &[(N, V)],
+    ) {
+        match WideColumns::from_columns(columns) {
+            Ok(c) => self.add(cf, ValueType::Entity, key, Some(&c.encode())),
+            Err(e) if self.bad_entity.is_none() => self.bad_entity = Some(e.to_string()),
+            Err(_) => {}
+        }
     }
 
     /// [`WriteBatch::delete`] in column family `cf`.
@@ -349,6 +411,7 @@ impl WriteBatch {
                 ValueType::Deletion | ValueType::SingleDeletion => handler.delete(r.key),
                 ValueType::Merge => handler.merge(r.key, r.value),
                 ValueType::RangeDeletion => handler.delete_range(r.key, r.value),
+                ValueType::Entity => handler.put_entity(r.key, &entity_of(&r)),
                 // Only in the DB's own WAL, resolved before a batch is handed out
                 // (`Db::get_updates_since`).
                 ValueType::BlobIndex => {}
@@ -490,6 +553,7 @@ impl WriteBatch {
                 ValueType::Deletion | ValueType::SingleDeletion => handler.delete_cf(cf, r.key),
                 ValueType::Merge => handler.merge_cf(cf, r.key, r.value),
                 ValueType::RangeDeletion => handler.delete_range_cf(cf, r.key, r.value),
+                ValueType::Entity => handler.put_entity_cf(cf, r.key, &entity_of(&r)),
                 // Only in the DB's own WAL, resolved before a batch is handed out
                 // (`Db::get_updates_since`).
                 ValueType::BlobIndex => {}
@@ -508,6 +572,7 @@ impl WriteBatch {
         self.decoded = false;
         self.ts_error = None;
         self.has_merge = false;
+        self.bad_entity = None;
         self.has_cf = false;
     }
 
@@ -684,6 +749,9 @@ impl WriteBatch {
         if self.ts_error.is_none() {
             self.ts_error.clone_from(&other.ts_error);
         }
+        if self.bad_entity.is_none() {
+            self.bad_entity.clone_from(&other.bad_entity);
+        }
         self.has_merge |= other.has_merge;
         self.has_cf |= other.has_cf;
         match self.count().checked_add(other.count()) {
@@ -705,6 +773,9 @@ impl WriteBatch {
         }
         if let Some(e) = &self.ts_error {
             return Err(Error::InvalidArgument(format!("write batch: {e}")));
+        }
+        if let Some(e) = &self.bad_entity {
+            return Err(Error::InvalidArgument(format!("write batch: put_entity: {e}")));
         }
         if self.oversized {
             return Err(Error::InvalidArgument(format!(
@@ -904,6 +975,12 @@ fn decode_entry<'a>(
         ValueType::Value | ValueType::Merge | ValueType::RangeDeletion => {
             get_slice(r).ok_or_else(|| (at, format!("bad value in record with tag {tag}")))?
         }
+        ValueType::Entity => {
+            let e =
+                get_slice(r).ok_or_else(|| (at, format!("bad entity in record with tag {tag}")))?;
+            wide_columns::decode(e).map_err(|err| (at, format!("record with tag {tag}: {err}")))?;
+            e
+        }
         ValueType::BlobIndex if blob_refs => {
             get_slice(r).ok_or_else(|| (at, format!("bad blob index in record with tag {tag}")))?
         }
@@ -924,6 +1001,12 @@ fn decode_entry<'a>(
 pub(crate) enum Entry<'a> {
     Record(BatchRecord<'a>),
     LogData(&'a [u8]),
+}
+
+/// The columns of a validated batch's entity record.
+fn entity_of(r: &BatchRecord<'_>) -> WideColumns {
+    // Every entity record was checked as it was built or decoded.
+    WideColumns::decode(r.value).unwrap_or_default()
 }
 
 /// A `varint len | bytes` slice with `len <= MAX_KEY_OR_VALUE_LEN`.
@@ -1161,7 +1244,8 @@ mod tests {
 
     #[test]
     fn random_bit_flips_never_panic() {
-        let b = sample();
+        let mut b = sample();
+        b.put_entity("e", &[("", "d"), ("col", "v")]);
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         for pos in 0..b.data().len() {
             for bit in 0..8 {
@@ -1197,6 +1281,10 @@ mod tests {
                         ValueType::Merge => again.merge(r.key, r.value),
                         ValueType::SingleDeletion => again.single_delete(r.key),
                         ValueType::RangeDeletion => again.delete_range(r.key, r.value),
+                        // As decoded (checked whole), over-long varints and all.
+                        ValueType::Entity => {
+                            again.push_record(0, ValueType::Entity, r.key, Some(r.value));
+                        }
                         ValueType::BlobIndex => unreachable!("refused when decoded"),
                     }
                 }

@@ -8,7 +8,17 @@ use std::path::{Path, PathBuf};
 /// Top-level modules by layer, from the bottom. Keep in step with `docs/design.md`.
 const LAYERS: &[&[&str]] = &[
     &["util", "error", "types", "statistics", "perf_context"],
-    &["stats", "env", "key", "filename", "prefix", "snapshot", "column_family", "cstr_like"],
+    &[
+        "stats",
+        "env",
+        "key",
+        "filename",
+        "prefix",
+        "snapshot",
+        "column_family",
+        "cstr_like",
+        "wide_columns",
+    ],
     &["comparator"],
     &["cache", "merge_operator", "compaction_filter", "range_del", "write_batch"],
     &["iterator", "wal"],

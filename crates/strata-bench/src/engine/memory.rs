@@ -141,6 +141,11 @@ impl Engine for MemoryEngine {
         Ok(Operands::Found)
     }
 
+    /// Values only: a value is one default column (its name empty).
+    fn get_entity(&self, key: &[u8], _ro: &ReadOpts) -> Result<Option<u64>> {
+        Ok(self.read_map()?.get(key).map(|v| v.len() as u64))
+    }
+
     /// Everything is in memory: the exact entries of the range and their key and value bytes.
     fn approximate_memtable_stats(&self, start: &[u8], end: &[u8]) -> Result<(u64, u64)> {
         if start >= end {

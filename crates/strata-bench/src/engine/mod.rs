@@ -361,6 +361,24 @@ pub trait Engine: Send + Sync {
     ) -> Result<Operands> {
         bail!("this engine has no GetMergeOperands")
     }
+    /// RocksDB's `GetEntity`: the bytes of `key`'s columns (every name and value; a plain
+    /// value is one default column, named ""), `None` when the key is missing.
+    fn get_entity(&self, _key: &[u8], _ro: &ReadOpts) -> Result<Option<u64>> {
+        bail!("this engine has no GetEntity")
+    }
+    /// RocksDB's `MultiGetEntity` of the keys of `keys` (concatenated, `key_size` bytes
+    /// each): how many were found and the bytes of their columns, as
+    /// [`Engine::get_entity`] counts them.
+    fn multi_get_entity(&self, keys: &[u8], key_size: usize, ro: &ReadOpts) -> Result<(u64, u64)> {
+        let (mut found, mut bytes) = (0, 0);
+        for k in keys.chunks(key_size.max(1)) {
+            if let Some(b) = self.get_entity(k, ro)? {
+                found += 1;
+                bytes += b;
+            }
+        }
+        Ok((found, bytes))
+    }
     /// A new cursor (unpositioned).
     fn new_iterator<'a>(
         &'a self,

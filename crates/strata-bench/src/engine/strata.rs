@@ -592,6 +592,11 @@ fn wopts(wo: WriteOpts) -> WriteOptions {
     WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal, ..WriteOptions::default() }
 }
 
+/// The bytes db_bench counts of an entity read: every column's name and value.
+fn column_bytes(c: &strata::WideColumns) -> u64 {
+    c.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum()
+}
+
 fn ropts(ro: ReadOpts) -> ReadOptions {
     ReadOptions {
         verify_checksums: ro.verify_checksums,
@@ -791,6 +796,32 @@ impl Engine for StrataEngine {
             Err(e) if e.kind() == strata::ErrorKind::Incomplete => Ok(Operands::MoreThanMax),
             Err(e) => Err(e.into()),
         }
+    }
+
+    fn get_entity(&self, key: &[u8], ro: &ReadOpts) -> Result<Option<u64>> {
+        let found = match self.cf_of(key) {
+            None => self.db.get_entity_opt(key, &ropts(*ro))?,
+            Some(cf) => self.db.get_entity_cf_opt(cf, key, &ropts(*ro))?,
+        };
+        Ok(found.map(|c| column_bytes(&c)))
+    }
+
+    fn multi_get_entity(&self, keys: &[u8], key_size: usize, ro: &ReadOpts) -> Result<(u64, u64)> {
+        let keys: Vec<&[u8]> = keys.chunks(key_size.max(1)).collect();
+        let (mut found, mut bytes) = (0, 0);
+        // Keys are routed to families by their first key (`--num_column_families`), as
+        // db_bench's MultiGetEntity reads one family per call.
+        let got = match keys.first().and_then(|k| self.cf_of(k)) {
+            None => self.db.multi_get_entity_opt(keys, &ropts(*ro)),
+            Some(cf) => self.db.multi_get_entity_cf_opt(cf, keys, &ropts(*ro)),
+        };
+        for r in got {
+            if let Some(c) = r? {
+                found += 1;
+                bytes += column_bytes(&c);
+            }
+        }
+        Ok((found, bytes))
     }
 
     fn new_iterator<'a>(

@@ -1,6 +1,7 @@
 //! Point reads and scans: readseq, readreverse, readtocache, readrandom, readrandomsmall,
 //! readmissing, readhot, readrandomfast, readtorowcache, multireadrandom, newiterator,
-//! approximatesizerandom, readrandomoperands, approximatememtablestats
+//! approximatesizerandom, readrandomoperands, readrandomentity, multireadentity,
+//! approximatememtablestats
 //! (`docs/db_bench.md` §5.3).
 
 use anyhow::{bail, Context, Result};
@@ -22,6 +23,8 @@ pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Read::NewIterator => new_iterators(cx, ts),
         Read::ApproximateSizes => approximate_sizes(cx, ts),
         Read::Operands => random_operands(cx, ts),
+        Read::Entity => random_entities(cx, ts),
+        Read::MultiEntity => multi_entities(cx, ts),
         Read::MemtableStats => memtable_stats(cx, ts),
     }
 }
@@ -129,6 +132,54 @@ fn random_operands(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Ok(Step::Did(OpType::Read, bytes))
     })?;
     ts.stats.add_message(&format!("({found} of {read} found)\n"));
+    Ok(())
+}
+
+/// db_bench's `readrandomentity`: `readrandom` through GetEntity, the bytes those of the key
+/// and of every column's name and value.
+fn random_entities(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    let exp_range = cx.flags().read_random_exp_range;
+    let (mut read, mut found) = (0u64, 0u64);
+    cx.ops(p.reads, 1, true).read_limited(256).run(ts, |ts| {
+        let k = random_read_key(&mut ts.rand, p.flags_num, exp_range);
+        p.key.encode(k, p.flags_num, &mut ts.key);
+        read += 1;
+        let got = cx.engine.get_entity(&ts.key, &p.ro).context("GetEntity error")?;
+        let mut bytes = 0;
+        if let Some(column_bytes) = got {
+            found += 1;
+            bytes = ts.key.len() as u64 + column_bytes;
+        }
+        Ok(Step::Did(OpType::Read, bytes))
+    })?;
+    ts.stats.add_message(&format!("({found} of {read} found)\n"));
+    Ok(())
+}
+
+/// db_bench's `multireadentity`: `multireadrandom`'s batches of `--batch_size` random keys
+/// through MultiGetEntity, the bytes those of the keys found and their columns' names and
+/// values.
+fn multi_entities(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    let p = cx.p;
+    eprintln!("entries_per_batch = {}", p.batch);
+    let exp_range = cx.flags().read_random_exp_range;
+    let ks = p.key.key_size;
+    let mut keys = vec![0u8; ks * p.batch as usize];
+    let (mut read, mut found) = (0u64, 0u64);
+    cx.ops(p.reads, p.batch, true).run(ts, |ts| {
+        for slot in keys.chunks_mut(ks) {
+            let k = random_read_key(&mut ts.rand, p.flags_num, exp_range);
+            p.key.encode(k, p.flags_num, &mut ts.key);
+            slot.copy_from_slice(&ts.key);
+        }
+        let (hits, column_bytes) =
+            cx.engine.multi_get_entity(&keys, ks, &p.ro).context("MultiGetEntity error")?;
+        found += hits;
+        read += p.batch;
+        Ok(Step::Did(OpType::Read, hits * ks as u64 + column_bytes))
+    })?;
+    ts.stats.add_message(&format!("({found} of {read} found)"));
     Ok(())
 }
 

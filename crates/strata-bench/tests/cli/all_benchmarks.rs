@@ -280,6 +280,34 @@ fn readrandomoperands_finds_every_stored_key() {
     check_result_line(&out, "readrandomoperands");
 }
 
+/// readrandomentity and multireadentity read every stored key as one default column
+/// (GetEntity, MultiGetEntity) and count its bytes.
+#[test]
+fn entity_reads_find_every_stored_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--benchmarks=fillseq,readrandomentity,multireadentity",
+        "--num=1000",
+        "--reads=1000",
+        "--batch_size=10",
+        "--seed=3",
+    ];
+    let o = run(dir.path(), &args);
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    for name in ["readrandomentity", "multireadentity"] {
+        let line = out.lines().find(|l| l.starts_with(&format!("{name} "))).expect("result line");
+        assert!(line.contains("(1000 of 1000 found)"), "{line}");
+        let mb: f64 = line
+            .split("MB/s")
+            .next()
+            .and_then(|h| h.split_whitespace().last())
+            .map_or(0.0, |v| v.parse().expect("MB/s"));
+        assert!(mb > 0.0, "{line}");
+        check_result_line(&out, name);
+    }
+}
+
 /// approximatememtablestats: ranges of 10 keys of a sequential fill, all in the memtable,
 /// are counted exactly (a small range is counted on the skiplist's bottom level).
 #[test]

@@ -1,9 +1,10 @@
 //! The strata CLI as a user runs it: column families, a DB another process holds, a DB deeper
-//! than the default levels, a blob file written at commit, and the golden outputs of every
-//! command (`testdata/`). One module per behaviour.
+//! than the default levels, a blob file written at commit, wide-column entities, and the
+//! golden outputs of every command (`testdata/`). One module per behaviour.
 
 mod blob_files;
 mod column_families;
+mod entities;
 mod golden;
 mod levels;
 mod own_options;

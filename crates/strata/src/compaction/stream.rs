@@ -35,6 +35,11 @@
 //!   its bytes are read (`StreamContext::blobs`) only where they are needed: by the
 //!   compaction filter, or as the base of merge operands. A kept entry keeps its index.
 //!
+//! - a wide-column entity (`ValueType::Entity`) is a value to these rules, but the compaction
+//!   filter does not see it (it is kept, as RocksDB's default `FilterV3` keeps entities); as
+//!   the base of merge operands, the merge makes its default column and the result is the
+//!   entity with that column (`wide_columns::with_default_value`).
+//!
 //! Invariant: for every live snapshot, a read over the output returns exactly what it returned
 //! over the input; so does the latest view, but for the keys the filter removed or changed.
 
@@ -47,6 +52,7 @@ use crate::merge_operator::MergeOperator;
 use crate::range_del::FragmentedTombstones;
 use crate::types::{SeqNo, ValueType};
 use crate::util::compare::equal_bytes;
+use crate::wide_columns;
 
 /// What the compaction knows about its surroundings.
 pub(crate) struct StreamContext<'a> {
@@ -312,6 +318,9 @@ fn flush_group(
                     }
                 }
             }
+            // A compaction filter does not see entities: kept, as RocksDB's default
+            // `FilterV3` keeps them.
+            ValueType::Entity => out(value_seq(seq, s), t, v, stats)?,
             ValueType::Deletion | ValueType::SingleDeletion => {
                 if !(oldest_stripe && bottom) {
                     out(seq, t, v, stats)?;
@@ -322,6 +331,7 @@ fn flush_group(
                 let mut operands: Vec<&[u8]> = vec![v];
                 let mut base: Option<Option<&[u8]>> = None; // Some(None) = deletion
                 let mut fetched = None; // a base value kept in a blob file
+                let mut entity = None; // a base entity, whose default column the merge makes
                 let mut consumed = i + 1;
                 while consumed < end {
                     let (s2, t2, v2) = group.get(consumed);
@@ -339,6 +349,11 @@ fn flush_group(
                         ValueType::BlobIndex => {
                             let v = ctx.blob_value(ukey, v2)?;
                             base = Some(Some(fetched.insert(v).as_slice()));
+                            break;
+                        }
+                        ValueType::Entity => {
+                            base = Some(Some(wide_columns::default_value(v2)?));
+                            entity = Some(v2);
                             break;
                         }
                         ValueType::Deletion | ValueType::SingleDeletion => {
@@ -362,7 +377,13 @@ fn flush_group(
                                 format!("Merge operator failed: {} during compaction", op.name()),
                             )
                         })?;
-                        out(value_seq(seq, s), ValueType::Value, &merged, stats)?;
+                        match entity {
+                            Some(e) => {
+                                let e = wide_columns::with_default_value(e, &merged)?;
+                                out(value_seq(seq, s), ValueType::Entity, &e, stats)?;
+                            }
+                            None => out(value_seq(seq, s), ValueType::Value, &merged, stats)?,
+                        }
                     }
                     (None, Some(op)) if operands.len() > 1 => {
                         match op.partial_merge(ukey, &operands) {

@@ -269,6 +269,11 @@ fn validate(fs: &dyn FileSystem, path: &Path, order: &KeyOrder) -> Result<Candid
                 p.user_key
             )));
         }
+        if p.value_type == ValueType::Entity {
+            if let Err(e) = crate::wide_columns::decode(it.value()) {
+                return Err(bad(format!("entry {:?}: {e}", p.user_key)));
+            }
+        }
         if matches!(p.value_type, ValueType::Deletion | ValueType::SingleDeletion) {
             num_deletions += 1;
         }

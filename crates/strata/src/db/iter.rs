@@ -390,6 +390,11 @@ pub(crate) trait RawCursor: Send {
     fn prev(&mut self);
     /// Called only while valid.
     fn key(&self) -> &[u8];
+    /// The current entry's wide columns (a plain value is one default column). Called only
+    /// while valid.
+    fn columns(&self) -> Vec<(&[u8], &[u8])> {
+        vec![(crate::wide_columns::DEFAULT_COLUMN_NAME, self.value())]
+    }
     /// Called only while valid.
     fn value(&self) -> &[u8];
     fn status(&self) -> Result<()>;
@@ -517,6 +522,14 @@ impl<D> DbRawIteratorWithThreadMode<'_, D> {
         on_cursor!(&self.it, c => c.valid().then(|| c.value()))
     }
 
+    /// The current entry's wide columns (RocksDB's `Iterator::columns`), or `None` when not
+    /// valid: a wide-column entity's columns in ascending order of their names, a plain
+    /// value as one default column (named ""). [`Self::value`] of an entity is its default
+    /// column's value.
+    pub fn columns(&self) -> Option<Vec<(&[u8], &[u8])>> {
+        on_cursor!(&self.it, c => c.valid().then(|| c.columns()))
+    }
+
     /// The current key and value, or `None` when not valid.
     pub fn item(&self) -> Option<(&[u8], &[u8])> {
         on_cursor!(&self.it, c => c.valid().then(|| (c.key(), c.value())))
@@ -583,6 +596,9 @@ impl RawCursor for DbIter {
     }
     fn value(&self) -> &[u8] {
         DbIter::value(self)
+    }
+    fn columns(&self) -> Vec<(&[u8], &[u8])> {
+        DbIter::columns(self)
     }
     fn status(&self) -> Result<()> {
         DbIter::status(self)

@@ -37,6 +37,7 @@ pub(crate) mod capture;
 mod cf;
 mod compact;
 mod conflict;
+mod entity;
 pub(crate) mod files;
 pub(crate) mod flush;
 mod identity;

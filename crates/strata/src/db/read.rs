@@ -53,6 +53,12 @@ pub(crate) struct GetContext<'a> {
     pub collect: bool,
     /// With `collect`: asked of each operand, newest first; `false` ends the lookup there.
     pub continue_cb: Option<super::merge_operands::OperandCallback<'a>>,
+    /// GetEntity (`db/entity.rs`): a wide-column entity found is the lookup's value as
+    /// stored (its encoding), and a merge onto one makes the entity with the merged default
+    /// column. Otherwise an entity's value is its default column.
+    pub entity: bool,
+    /// With `entity`: the value found is an entity's encoding, not a plain value.
+    pub found_entity: bool,
 }
 
 impl<'a> GetContext<'a> {
@@ -67,6 +73,8 @@ impl<'a> GetContext<'a> {
             blobs: None,
             collect: false,
             continue_cb: None,
+            entity: false,
+            found_entity: false,
         }
     }
 
@@ -156,6 +164,10 @@ impl<'a> GetContext<'a> {
                 }
                 true
             }
+            ValueType::Entity => {
+                self.state = self.take_entity(value);
+                false
+            }
             // Range tombstones live in their own structures, never on the point path.
             ValueType::RangeDeletion => true,
             ValueType::BlobIndex => {
@@ -170,6 +182,35 @@ impl<'a> GetContext<'a> {
                 };
                 false
             }
+        }
+    }
+
+    /// Decides the lookup on a wide-column entity (module doc of `wide_columns.rs`): its
+    /// default column is the value, the operands' base and a collecting lookup's base.
+    fn take_entity(&mut self, entity: &[u8]) -> Lookup {
+        let default = match crate::wide_columns::default_value(entity) {
+            Ok(d) => d,
+            Err(e) => return Lookup::Failed(e),
+        };
+        if self.collect {
+            return self.merge(Some(default));
+        }
+        if self.operands.is_empty() {
+            if !self.entity {
+                return Lookup::Found(default.to_vec());
+            }
+            self.found_entity = true;
+            return if self.pin { Lookup::FoundHere } else { Lookup::Found(entity.to_vec()) };
+        }
+        match self.merge(Some(default)) {
+            Lookup::Found(merged) if self.entity => {
+                self.found_entity = true;
+                match crate::wide_columns::with_default_value(entity, &merged) {
+                    Ok(e) => Lookup::Found(e),
+                    Err(e) => Lookup::Failed(e),
+                }
+            }
+            decided => decided,
         }
     }
 

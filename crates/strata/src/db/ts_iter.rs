@@ -179,11 +179,18 @@ impl TsCursor {
                 return;
             }
             match value_type {
-                ValueType::Value | ValueType::BlobIndex => {
+                ValueType::Value | ValueType::BlobIndex | ValueType::Entity => {
                     self.value = if value_type == ValueType::BlobIndex {
                         let stored_key = crate::key::user_key(self.inner.key());
                         match self.blobs.fetch(stored_key, self.inner.value()) {
                             Ok(v) => v,
+                            Err(e) => return self.fail(e),
+                        }
+                    } else if value_type == ValueType::Entity {
+                        // Families with timestamps refuse entities; an ingested one reads
+                        // as its default column.
+                        match crate::wide_columns::default_value(self.inner.value()) {
+                            Ok(v) => v.to_vec(),
                             Err(e) => return self.fail(e),
                         }
                     } else {

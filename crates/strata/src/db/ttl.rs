@@ -187,12 +187,16 @@ pub(crate) fn ttl_options(opts: &Options, ttl: u64, clock: &TtlClock) -> Options
 }
 
 /// `batch` with each put's value and merge operand stamped with `now` (deletions, range
-/// deletions and log data unchanged). A damaged batch (`WriteBatch::from_data`) is refused
+/// deletions and log data unchanged); a wide-column entity is `NotSupported`. A damaged batch (`WriteBatch::from_data`) is refused
 /// with the damage named, as the write path would.
 pub(crate) fn stamp(batch: &WriteBatch, now: u64) -> Result<WriteBatch> {
     batch.validate()?;
     batch.rewritten(|r| match r.value_type {
         ValueType::Value | ValueType::Merge => Ok(Some((r.value_type, with_time(r.value, now)))),
+        // RocksDB's DBWithTTL refuses PutEntity too: an entity has no place for a write time.
+        ValueType::Entity => Err(Error::NotSupported(
+            "wide-column entities are not supported in a TTL database".into(),
+        )),
         _ => Ok(None),
     })
 }

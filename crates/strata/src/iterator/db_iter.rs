@@ -121,6 +121,10 @@ pub(crate) struct DbIter {
     /// The blob of the current entry once read, or the error reading it (then `status`
     /// reports it, and the next move makes it the iterator's error).
     blob_value: std::cell::OnceCell<Result<Vec<u8>>>,
+    /// The current value (in `saved_value` or the inner iterator) is a wide-column entity's
+    /// encoding, checked when the iterator came to it: `value` is its default column,
+    /// `columns` its columns.
+    value_is_entity: bool,
 }
 
 /// What a DB iterator is built with.
@@ -201,6 +205,7 @@ impl DbIter {
             order: o.order,
             blobs: o.blobs,
             value_is_blob: false,
+            value_is_entity: false,
             blob_value: std::cell::OnceCell::new(),
         }
     }
@@ -234,8 +239,23 @@ impl DbIter {
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
         let v = self.stored_value();
+        if self.value_is_entity {
+            // Checked by `become_valid`.
+            return crate::wide_columns::default_value(v).unwrap_or_default();
+        }
         let v = if self.value_is_blob { self.blob(v) } else { v };
         &v[..v.len().saturating_sub(self.value_suffix)]
+    }
+
+    /// The current entry's columns (RocksDB's `Iterator::columns`): a wide-column entity's,
+    /// or a plain value as one default column. Requires `valid()`.
+    pub fn columns(&self) -> Vec<(&[u8], &[u8])> {
+        debug_assert!(self.valid);
+        if self.value_is_entity {
+            // Checked by `become_valid`.
+            return crate::wide_columns::decode(self.stored_value()).unwrap_or_default();
+        }
+        vec![(crate::wide_columns::DEFAULT_COLUMN_NAME, self.value())]
     }
 
     /// The current entry's value as its source holds it (a blob index for a blob).
@@ -290,6 +310,10 @@ impl DbIter {
     /// with the suffix.
     #[inline(always)]
     fn become_valid(&mut self) {
+        if self.value_is_entity {
+            self.become_valid_entity();
+            return;
+        }
         // A blob's length is known once it is read (`value`).
         if self.value_suffix > 0 && !self.value_is_blob {
             self.become_valid_with_suffix();
@@ -312,6 +336,19 @@ impl DbIter {
                 0,
                 format!("value of key {k:?} is {len} bytes, shorter than its {n}-byte write time"),
             ));
+            return;
+        }
+        self.valid = true;
+    }
+
+    /// [`Self::become_valid`] at a wide-column entity: its encoding is checked once here, so
+    /// `value` and `columns` need not report damage.
+    #[cold]
+    #[inline(never)]
+    fn become_valid_entity(&mut self) {
+        if let Err(e) = crate::wide_columns::decode(self.stored_value()) {
+            let k = String::from_utf8_lossy(&self.saved_key).into_owned();
+            self.fail(Error::corruption("", 0, format!("key {k:?}: {e}")));
             return;
         }
         self.valid = true;
@@ -601,6 +638,7 @@ impl DbIter {
         self.valid = false;
         self.value_in_saved = false;
         self.value_is_blob = false;
+        self.value_is_entity = false;
         self.blob_value = std::cell::OnceCell::new();
         let mut hidden_run = 0usize;
         while self.inner.valid() {
@@ -657,10 +695,11 @@ impl DbIter {
                     skipping = true;
                     self.inner.next();
                 }
-                ValueType::Value | ValueType::BlobIndex => {
+                ValueType::Value | ValueType::BlobIndex | ValueType::Entity => {
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(p.user_key);
                     self.value_is_blob = p.value_type == ValueType::BlobIndex;
+                    self.value_is_entity = p.value_type == ValueType::Entity;
                     self.become_valid();
                     return;
                 }
@@ -690,6 +729,7 @@ impl DbIter {
         self.operands.push(self.inner.value().to_vec());
         self.inner.next();
         let mut base: Option<Vec<u8>> = None;
+        let mut entity: Option<Vec<u8>> = None;
         while self.inner.valid() {
             let Some(p) = parse_internal_key(self.inner.key()) else {
                 self.fail_malformed();
@@ -724,6 +764,18 @@ impl DbIter {
                     self.inner.next();
                     break;
                 }
+                ValueType::Entity => {
+                    match crate::wide_columns::default_value(self.inner.value()) {
+                        Ok(d) => base = Some(d.to_vec()),
+                        Err(e) => {
+                            self.fail(e);
+                            return;
+                        }
+                    }
+                    entity = Some(self.inner.value().to_vec());
+                    self.inner.next();
+                    break;
+                }
                 ValueType::Deletion | ValueType::SingleDeletion => {
                     self.inner.next();
                     break;
@@ -736,7 +788,7 @@ impl DbIter {
             return;
         }
         self.operands.reverse();
-        self.finish_merge(&*op, base.as_deref());
+        self.finish_merge(&*op, base.as_deref(), entity.as_deref());
     }
 
     /// Reads the blob `index` of the current key (for `value`, or a merge's base value).
@@ -747,11 +799,20 @@ impl DbIter {
         }
     }
 
-    fn finish_merge(&mut self, op: &dyn MergeOperator, base: Option<&[u8]>) {
+    /// Merges the operands onto `base`; onto a wide-column `entity`'s default column (then
+    /// `base`), the current value is the entity with the merged default column.
+    fn finish_merge(&mut self, op: &dyn MergeOperator, base: Option<&[u8]>, entity: Option<&[u8]>) {
         let ops: Vec<&[u8]> = self.operands.iter().map(Vec::as_slice).collect();
         match op.full_merge(&self.saved_key, base, &ops) {
             Some(v) => {
-                self.saved_value = v;
+                self.saved_value = match entity {
+                    Some(e) => match crate::wide_columns::with_default_value(e, &v) {
+                        Ok(merged) => merged,
+                        Err(err) => return self.fail(err),
+                    },
+                    None => v,
+                };
+                self.value_is_entity = entity.is_some();
                 self.value_in_saved = true;
                 self.become_valid();
             }
@@ -778,12 +839,14 @@ impl DbIter {
         self.valid = false;
         self.value_in_saved = true;
         self.value_is_blob = false;
+        self.value_is_entity = false;
         self.blob_value = std::cell::OnceCell::new();
         let mut state = State::Deleted;
         // The newest base value seen for the current key lives in `saved_value` (a blob
         // index when `base_is_blob`).
         let mut has_base = false;
         let mut base_is_blob = false;
+        let mut base_is_entity = false;
         self.operands.clear();
         while self.inner.valid() {
             self.steps += 1;
@@ -832,10 +895,11 @@ impl DbIter {
                         has_base = false;
                         self.operands.clear();
                     }
-                    ValueType::Value | ValueType::BlobIndex => {
+                    ValueType::Value | ValueType::BlobIndex | ValueType::Entity => {
                         state = State::Value;
                         has_base = true;
                         base_is_blob = p.value_type == ValueType::BlobIndex;
+                        base_is_entity = p.value_type == ValueType::Entity;
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.inner.value());
                         self.operands.clear();
@@ -859,6 +923,7 @@ impl DbIter {
         if self.operands.is_empty() {
             // A plain value (or blob index), already in `saved_value`.
             self.value_is_blob = base_is_blob;
+            self.value_is_entity = base_is_entity;
             self.become_valid();
             return;
         }
@@ -879,7 +944,15 @@ impl DbIter {
                 }
             }
         }
-        self.finish_merge(&*op, base.as_deref());
+        let mut entity = None;
+        if has_base && base_is_entity {
+            entity = base.take();
+            match crate::wide_columns::default_value(entity.as_deref().unwrap_or_default()) {
+                Ok(d) => base = Some(d.to_vec()),
+                Err(e) => return self.fail(e),
+            }
+        }
+        self.finish_merge(&*op, base.as_deref(), entity.as_deref());
     }
 }
 

@@ -421,7 +421,7 @@ impl TableBuilder {
             ValueType::Deletion | ValueType::SingleDeletion => p.num_deletions += 1,
             ValueType::Merge => p.num_merge_operands += 1,
             ValueType::RangeDeletion => p.num_range_deletions += 1,
-            ValueType::Value | ValueType::BlobIndex => {}
+            ValueType::Value | ValueType::BlobIndex | ValueType::Entity => {}
         }
 
         self.data_block.add(ikey, value);

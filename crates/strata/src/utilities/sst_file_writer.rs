@@ -95,6 +95,18 @@ impl SstFileWriter {
         self.add(key.as_ref(), value.as_ref(), ValueType::Value)
     }
 
+    /// Adds the wide-column entity `columns` as `key`'s value (RocksDB's
+    /// `SstFileWriter::PutEntity`; `InvalidArgument` with timestamps or a column named twice).
+    pub fn put_entity<N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        columns: &[(N, V)],
+    ) -> Result<()> {
+        self.without_ts("SstFileWriter::put_entity")?;
+        let entity = crate::wide_columns::WideColumns::from_columns(columns)?.encode();
+        self.add(key.as_ref(), &entity, ValueType::Entity)
+    }
+
     /// Adds a merge operand for `key` (`InvalidArgument` with timestamps).
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         self.without_ts("SstFileWriter::merge")?;

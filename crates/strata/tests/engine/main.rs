@@ -23,4 +23,5 @@ mod rocksdb_port_example;
 mod snapshot_reads;
 mod statistics;
 mod user_timestamps;
+mod wide_columns;
 mod write_batch_from_data;

@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use strata::env::MemFs;
 use strata::{
     ColumnFamilyDescriptor, CompactOptions, Db, Error, IteratorMode, Options, ReadOptions,
-    SstFileWriter, WriteBatch,
+    SstFileWriter, WriteBatch, WriteOptions,
 };
 
 const TS: usize = 8;
@@ -140,6 +140,13 @@ fn misuse_is_refused_clearly() {
     let mut ro = at(5);
     ro.set_iter_start_ts(ts(1));
     assert!(matches!(db.get_opt("k", &ro), Err(Error::NotSupported(_))));
+    // Wide-column entities have no timestamps: refused, as RocksDB refuses them there.
+    assert!(matches!(db.put_entity("k", &[("", "v")]), Err(Error::InvalidArgument(_))));
+    let default = db.cf_handle("default").unwrap();
+    let e =
+        db.put_entity_cf_opt(&default, "k", &[("", "v")], &WriteOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("entities are not supported"), "{e}");
+    assert!(matches!(db.get_entity_cf_opt(&default, "k", &at(5)), Err(Error::NotSupported(_))));
     // A family without timestamps refuses them.
     let plain = db.create_cf_handle("plain", &Options::default()).unwrap();
     let e = db.put_cf_with_ts(&plain, "k", ts(1), "v").unwrap_err();

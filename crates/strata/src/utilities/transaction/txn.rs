@@ -417,6 +417,31 @@ impl<'db, DB> Transaction<'db, DB> {
         self.write_op(None, k, k.len() + v.len(), |b| b.put(k, v))
     }
 
+    /// Puts the wide-column entity `columns` to `key` when the transaction commits
+    /// (RocksDB's `Transaction::PutEntity`); reads through the transaction see its default
+    /// column ([`WriteBatchWithIndex::put_entity`]).
+    pub fn put_entity<K: AsRef<[u8]>, N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        key: K,
+        columns: &[(N, V)],
+    ) -> Result<()> {
+        let k = key.as_ref();
+        let bytes = columns.iter().map(|(n, v)| n.as_ref().len() + v.as_ref().len()).sum::<usize>();
+        self.write_op(None, k, k.len() + bytes, |b| b.put_entity(k, columns))
+    }
+
+    /// [`Transaction::put_entity`] in column family `cf`.
+    pub fn put_entity_cf<K: AsRef<[u8]>, N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        columns: &[(N, V)],
+    ) -> Result<()> {
+        let k = key.as_ref();
+        let bytes = columns.iter().map(|(n, v)| n.as_ref().len() + v.as_ref().len()).sum::<usize>();
+        self.write_op(Some(cf), k, k.len() + bytes, |b| b.put_entity_cf(cf, k, columns))
+    }
+
     /// [`Transaction::put`] in column family `cf`.
     pub fn put_cf(
         &self,
@@ -489,6 +514,13 @@ impl<'db, DB> Transaction<'db, DB> {
                 }
                 (ValueType::Merge, None) => self.merge(k, v)?,
                 (ValueType::Merge, Some(cf)) => self.merge_cf(cf, k, v)?,
+                (ValueType::Entity, _) => {
+                    let columns = crate::wide_columns::WideColumns::decode(v)?.into_vec();
+                    match &handle {
+                        None => self.put_entity(k, &columns)?,
+                        Some(cf) => self.put_entity_cf(cf, k, &columns)?,
+                    }
+                }
                 (ValueType::RangeDeletion, _) => {
                     return Err(Error::NotSupported(
                         "a transaction cannot take a range deletion".into(),

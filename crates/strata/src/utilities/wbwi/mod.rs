@@ -142,10 +142,36 @@ impl WriteBatchWithIndex {
                 ValueType::Deletion | ValueType::SingleDeletion => ix.delete(r.key),
                 ValueType::Merge => ix.merge(r.key, r.value),
                 ValueType::RangeDeletion => ix.delete_range(r.key, r.value),
+                ValueType::Entity => ix.put(r.key, entity_default(r.value)),
                 // Never decoded from a batch (`write_batch::next_entry` refuses it).
                 ValueType::BlobIndex => {}
             }
         }
+    }
+
+    /// Puts the wide-column entity `columns` to `key` ([`WriteBatch::put_entity`]). Reads
+    /// through the batch see the entity's default column, as a plain read of it in the DB
+    /// does; the batch writes the whole entity.
+    pub fn put_entity<K: AsRef<[u8]>, N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        key: K,
+        columns: &[(N, V)],
+    ) {
+        self.batch.put_entity(key.as_ref(), columns);
+        let default = default_of(columns);
+        self.default_index().put(key.as_ref(), default);
+    }
+
+    /// [`WriteBatchWithIndex::put_entity`] in column family `cf`.
+    pub fn put_entity_cf<K: AsRef<[u8]>, N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        columns: &[(N, V)],
+    ) {
+        self.batch.put_entity_cf(cf, key.as_ref(), columns);
+        let default = default_of(columns);
+        self.handle_index(cf).put(key.as_ref(), default);
     }
 
     /// Sets `key` to `value`.
@@ -374,4 +400,17 @@ impl Db {
     pub fn write_wbwi_opt(&self, batch: &WriteBatchWithIndex, opts: &WriteOptions) -> Result<()> {
         self.write_opt(batch.batch.clone(), opts)
     }
+}
+
+/// The default column's value among `columns` (empty when none is named "").
+fn default_of<N: AsRef<[u8]>, V: AsRef<[u8]>>(columns: &[(N, V)]) -> &[u8] {
+    columns
+        .iter()
+        .find(|(n, _)| n.as_ref() == crate::wide_columns::DEFAULT_COLUMN_NAME)
+        .map_or(&[][..], |(_, v)| v.as_ref())
+}
+
+/// The default column's value of a validated batch's entity record.
+fn entity_default(entity: &[u8]) -> &[u8] {
+    crate::wide_columns::default_value(entity).unwrap_or_default()
 }
