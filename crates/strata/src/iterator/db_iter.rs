@@ -114,17 +114,16 @@ pub(crate) struct DbIter {
     order: KeyOrder,
     /// Reads values kept in blob files.
     blobs: Option<Arc<dyn BlobFetch>>,
-    /// The current value (in `saved_value` or the inner iterator) is a blob index: `value`
-    /// reads the blob the first time it is asked for, into `blob_value`, so a scan of keys
-    /// never reads a blob file.
-    value_is_blob: bool,
+    /// What the current value (in `saved_value` or the inner iterator) is: a plain value
+    /// (`Value`); a blob index (`BlobIndex`), whose blob `value` reads the first time it is
+    /// asked for, into `blob_value`, so a scan of keys never reads a blob file; or a
+    /// wide-column entity's encoding (`Entity`), checked when the iterator came to it,
+    /// whose default column `value` returns and whose columns `columns` does. One field, so
+    /// a plain value's step and `value` test it once.
+    stored: ValueType,
     /// The blob of the current entry once read, or the error reading it (then `status`
     /// reports it, and the next move makes it the iterator's error).
     blob_value: std::cell::OnceCell<Result<Vec<u8>>>,
-    /// The current value (in `saved_value` or the inner iterator) is a wide-column entity's
-    /// encoding, checked when the iterator came to it: `value` is its default column,
-    /// `columns` its columns.
-    value_is_entity: bool,
 }
 
 /// What a DB iterator is built with.
@@ -204,8 +203,7 @@ impl DbIter {
             value_suffix: o.value_suffix,
             order: o.order,
             blobs: o.blobs,
-            value_is_blob: false,
-            value_is_entity: false,
+            stored: ValueType::Value,
             blob_value: std::cell::OnceCell::new(),
         }
     }
@@ -236,22 +234,31 @@ impl DbIter {
 
     /// The current value; requires `valid()`. A value kept in a blob file is read here, the
     /// first time it is asked for; if that fails, the value is empty and `status` tells why.
+    #[inline]
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
         let v = self.stored_value();
-        if self.value_is_entity {
-            // Checked by `become_valid`.
-            return crate::wide_columns::default_value(v).unwrap_or_default();
-        }
-        let v = if self.value_is_blob { self.blob(v) } else { v };
+        let v = match self.stored {
+            ValueType::Value => v,
+            ValueType::BlobIndex => self.blob(v),
+            _ => return self.entity_default(),
+        };
         &v[..v.len().saturating_sub(self.value_suffix)]
+    }
+
+    /// The default column of the current entity (out of the plain values' path).
+    #[cold]
+    #[inline(never)]
+    fn entity_default(&self) -> &[u8] {
+        // Checked by `become_valid`.
+        crate::wide_columns::default_value(self.stored_value()).unwrap_or_default()
     }
 
     /// The current entry's columns (RocksDB's `Iterator::columns`): a wide-column entity's,
     /// or a plain value as one default column. Requires `valid()`.
     pub fn columns(&self) -> Vec<(&[u8], &[u8])> {
         debug_assert!(self.valid);
-        if self.value_is_entity {
+        if self.stored == ValueType::Entity {
             // Checked by `become_valid`.
             return crate::wide_columns::decode(self.stored_value()).unwrap_or_default();
         }
@@ -279,7 +286,7 @@ impl DbIter {
     /// Forgets the current entry's blob; a failed read of it becomes the iterator's error
     /// (false: the move must not go on).
     fn leave_blob(&mut self) -> bool {
-        self.value_is_blob = false;
+        self.stored = ValueType::Value;
         match self.blob_value.take() {
             Some(Err(e)) => {
                 self.fail(e);
@@ -310,15 +317,22 @@ impl DbIter {
     /// with the suffix.
     #[inline(always)]
     fn become_valid(&mut self) {
-        if self.value_is_entity {
-            self.become_valid_entity();
-            return;
-        }
-        // A blob's length is known once it is read (`value`).
-        if self.value_suffix > 0 && !self.value_is_blob {
-            self.become_valid_with_suffix();
-        } else {
+        if self.stored == ValueType::Value && self.value_suffix == 0 {
             self.valid = true;
+        } else {
+            self.become_valid_checked();
+        }
+    }
+
+    /// [`Self::become_valid`] for a blob index, an entity or a value with a suffix.
+    #[cold]
+    #[inline(never)]
+    fn become_valid_checked(&mut self) {
+        match self.stored {
+            ValueType::Entity => self.become_valid_entity(),
+            // A blob's length is known once it is read (`value`).
+            ValueType::BlobIndex => self.valid = true,
+            _ => self.become_valid_with_suffix(),
         }
     }
 
@@ -582,7 +596,7 @@ impl DbIter {
     #[inline]
     fn count_move(&self, steps_before: u64, moved: Ticker, found: Ticker) {
         // A blob not read yet counts as its index: counting must not read it.
-        let value_len = if self.value_is_blob && self.blob_value.get().is_none() {
+        let value_len = if self.stored == ValueType::BlobIndex && self.blob_value.get().is_none() {
             self.stored_value().len()
         } else if self.valid {
             self.value().len()
@@ -637,8 +651,7 @@ impl DbIter {
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.valid = false;
         self.value_in_saved = false;
-        self.value_is_blob = false;
-        self.value_is_entity = false;
+        self.stored = ValueType::Value;
         self.blob_value = std::cell::OnceCell::new();
         let mut hidden_run = 0usize;
         while self.inner.valid() {
@@ -698,8 +711,7 @@ impl DbIter {
                 ValueType::Value | ValueType::BlobIndex | ValueType::Entity => {
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(p.user_key);
-                    self.value_is_blob = p.value_type == ValueType::BlobIndex;
-                    self.value_is_entity = p.value_type == ValueType::Entity;
+                    self.stored = p.value_type;
                     self.become_valid();
                     return;
                 }
@@ -812,7 +824,7 @@ impl DbIter {
                     },
                     None => v,
                 };
-                self.value_is_entity = entity.is_some();
+                self.stored = if entity.is_some() { ValueType::Entity } else { ValueType::Value };
                 self.value_in_saved = true;
                 self.become_valid();
             }
@@ -838,15 +850,13 @@ impl DbIter {
         }
         self.valid = false;
         self.value_in_saved = true;
-        self.value_is_blob = false;
-        self.value_is_entity = false;
+        self.stored = ValueType::Value;
         self.blob_value = std::cell::OnceCell::new();
         let mut state = State::Deleted;
         // The newest base value seen for the current key lives in `saved_value` (a blob
-        // index when `base_is_blob`).
+        // index or an entity as `base_type` says).
         let mut has_base = false;
-        let mut base_is_blob = false;
-        let mut base_is_entity = false;
+        let mut base_type = ValueType::Value;
         self.operands.clear();
         while self.inner.valid() {
             self.steps += 1;
@@ -898,8 +908,7 @@ impl DbIter {
                     ValueType::Value | ValueType::BlobIndex | ValueType::Entity => {
                         state = State::Value;
                         has_base = true;
-                        base_is_blob = p.value_type == ValueType::BlobIndex;
-                        base_is_entity = p.value_type == ValueType::Entity;
+                        base_type = p.value_type;
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.inner.value());
                         self.operands.clear();
@@ -922,8 +931,7 @@ impl DbIter {
         }
         if self.operands.is_empty() {
             // A plain value (or blob index), already in `saved_value`.
-            self.value_is_blob = base_is_blob;
-            self.value_is_entity = base_is_entity;
+            self.stored = base_type;
             self.become_valid();
             return;
         }
@@ -935,7 +943,7 @@ impl DbIter {
             return;
         };
         let mut base = has_base.then(|| std::mem::take(&mut self.saved_value));
-        if let (true, Some(index)) = (base_is_blob, &base) {
+        if let (ValueType::BlobIndex, Some(index)) = (base_type, &base) {
             match self.fetch_blob(index) {
                 Ok(v) => base = Some(v),
                 Err(e) => {
@@ -945,7 +953,7 @@ impl DbIter {
             }
         }
         let mut entity = None;
-        if has_base && base_is_entity {
+        if has_base && base_type == ValueType::Entity {
             entity = base.take();
             match crate::wide_columns::default_value(entity.as_deref().unwrap_or_default()) {
                 Ok(d) => base = Some(d.to_vec()),
