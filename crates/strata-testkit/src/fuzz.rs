@@ -95,16 +95,23 @@ fn opts(fs: &FaultFs, blobs: Option<u8>) -> Options {
     o
 }
 
-/// One write of the op sequence: (key, Some(put value) / None delete / merge operand).
+/// One write of the op sequence: a put, a deletion, a merge operand, or a wide-column entity
+/// put (its default column the value, beside a column `x`).
 enum Update {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
     Merge(Vec<u8>, u64),
+    Entity(Vec<u8>, Vec<u8>),
+}
+
+/// The columns an `Update::Entity` of default value `v` writes.
+fn entity_columns(v: &[u8]) -> [(&[u8], &[u8]); 2] {
+    [(b"", v), (b"x", b"side")]
 }
 
 fn apply(m: &mut Model, u: &Update) {
     match u {
-        Update::Put(k, v) => {
+        Update::Put(k, v) | Update::Entity(k, v) => {
             m.insert(k.clone(), v.clone());
         }
         Update::Delete(k) => {
@@ -127,7 +134,8 @@ fn read_model(db: &Db) -> Model {
     m
 }
 
-/// Operation-sequence target: the bytes drive puts, deletes, `uint64add` merges, batches,
+/// Operation-sequence target: the bytes drive puts, wide-column entity puts (read through
+/// their default column), deletes, `uint64add` merges, batches,
 /// flushes, reads, clean reopens and simulated crashes (process kill, power loss, torn power
 /// loss) of a DB on `MemFs`, checked against a `BTreeMap` model. After a crash the DB must
 /// equal the model after some prefix of the writes that includes every synced one (every
@@ -185,13 +193,14 @@ fn run_ops(data: &[u8], blobs: Option<u8>) {
             6 | 7 => {
                 for j in 0..(b % 5 + 2) {
                     let k = fkey(a.wrapping_add(j.wrapping_mul(3)));
-                    if updates.iter().any(|u| matches!(u, Update::Put(x, _) | Update::Delete(x) | Update::Merge(x, _) if *x == k)) {
+                    if updates.iter().any(|u| matches!(u, Update::Put(x, _) | Update::Delete(x) | Update::Merge(x, _) | Update::Entity(x, _) if *x == k)) {
                         continue;
                     }
                     updates.push(match (is_counter(&k), j % 3) {
                         (_, 0) => Update::Delete(k),
                         (true, _) => Update::Merge(k, u64::from(j) + 7),
-                        (false, _) => Update::Put(k, vec![b'0' + j; usize::from(b % 17)]),
+                        (false, 1) => Update::Put(k, vec![b'0' + j; usize::from(b % 17)]),
+                        (false, _) => Update::Entity(k, vec![b'0' + j; usize::from(b % 13)]),
                     });
                 }
             }
@@ -208,6 +217,15 @@ fn run_ops(data: &[u8], blobs: Option<u8>) {
                 assert_eq!(read_model(&db), model, "after a clean reopen");
                 history = vec![model.clone()];
                 last_synced = 0;
+            }
+            15 => {
+                let k = fkey(a);
+                let v = if is_counter(&k) {
+                    u64::from(b).to_le_bytes().to_vec()
+                } else {
+                    vec![b'A' + b % 26; usize::from(b % 40)]
+                };
+                updates.push(Update::Entity(k, v));
             }
             12..=14 => {
                 let mode = match op & 0x0f {
@@ -244,6 +262,11 @@ fn run_ops(data: &[u8], blobs: Option<u8>) {
                 Update::Put(k, v) => db.put_opt(k, v, &wo),
                 Update::Delete(k) => db.delete_opt(k, &wo),
                 Update::Merge(k, x) => db.merge_opt(k, x.to_le_bytes(), &wo),
+                Update::Entity(k, v) => {
+                    let mut batch = WriteBatch::new();
+                    batch.put_entity(k, &entity_columns(v));
+                    db.write_opt(batch, &wo)
+                }
             }
         } else {
             let mut batch = WriteBatch::new();
@@ -252,6 +275,7 @@ fn run_ops(data: &[u8], blobs: Option<u8>) {
                     Update::Put(k, v) => batch.put(k, v),
                     Update::Delete(k) => batch.delete(k),
                     Update::Merge(k, x) => batch.merge(k, x.to_le_bytes()),
+                    Update::Entity(k, v) => batch.put_entity(k, &entity_columns(v)),
                 }
             }
             db.write_opt(batch, &wo)
