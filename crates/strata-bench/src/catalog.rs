@@ -191,6 +191,9 @@ pub enum Admin {
     /// Every block of the live files read and its checksum checked, on every thread (with a
     /// result line).
     VerifyChecksum,
+    /// Every live table with a recorded whole-file checksum read whole and compared, on
+    /// every thread (with a result line).
+    VerifyFileChecksums,
     /// The rest run inline on the main thread and print their own text, no result line.
     CompactAll,
     /// Compact the files of the first non-empty level at or below `from` (0 or 1) into the
@@ -235,6 +238,7 @@ impl Workload {
                         | Admin::Backup
                         | Admin::Restore
                         | Admin::VerifyChecksum
+                        | Admin::VerifyFileChecksums
                 )
         )
     }
@@ -620,6 +624,12 @@ pub const BENCHMARKS: &[Benchmark] = &[
         "reads every block of the live files, checking its checksum (timed)",
     ),
     row(
+        "verifyfilechecksums",
+        W::Admin(Admin::VerifyFileChecksums),
+        READ,
+        "reads every live table whole against the checksum --file_checksum recorded (timed)",
+    ),
+    row(
         "waitforcompaction",
         W::Admin(Admin::WaitForCompaction),
         READ,
@@ -669,7 +679,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "fillembeddedblob",
     "multiscan",
     "multiscanrandom",
-    "verifyfilechecksums",
 ];
 
 /// The row of `name`.

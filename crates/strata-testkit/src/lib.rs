@@ -281,6 +281,9 @@ pub fn random_options(
     if o.blob.enable_blob_files && !o.unordered_write && rng.gen_bool(0.5) {
         o.blob.write_blobs_at_commit = true;
     }
+    // Half the DBs record each table's whole-file checksum, which verification checks
+    // (`verify::read_all`).
+    o.file_checksums = rng.gen_bool(0.5);
     o
 }
 
@@ -394,7 +397,7 @@ pub fn describe_options(o: &Options) -> String {
          db_write_buffer_size={} index_restart={} block_size_deviation={} \
          memtable_bloom={} vector_memtable={} wal_mmap_writes={} db_paths={:?} comparator={} \
          compression_threads={} blob_files={} min_blob={} blob_file_size={} blob_compression={:?} \
-         blob_gc={} blobs_at_commit={}",
+         blob_gc={} blobs_at_commit={} file_checksums={}",
         o.write_buffer_size,
         o.max_write_buffer_number,
         o.min_write_buffer_number_to_merge,
@@ -457,7 +460,8 @@ pub fn describe_options(o: &Options) -> String {
         o.blob.blob_file_size,
         o.blob.blob_compression_type,
         o.blob.enable_blob_gc,
-        o.blob.write_blobs_at_commit
+        o.blob.write_blobs_at_commit,
+        o.file_checksums
     )
 }
 

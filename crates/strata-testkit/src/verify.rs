@@ -55,6 +55,10 @@ pub fn read_all(db: &Db, keys: u32) -> Result<(Vec<Observed>, Vec<String>), stra
             )),
         }
     }
+    // Every table whose checksum the MANIFEST records still has those bytes.
+    if let Err(e) = db.verify_file_checksums() {
+        problems.push(format!("verify_file_checksums: {e}"));
+    }
     // Every write went to both families in one batch: they must agree after any crash.
     if let Some(cf) = db.cf_handle(crate::SHADOW_CF) {
         for i in 0..keys {

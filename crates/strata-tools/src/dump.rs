@@ -207,7 +207,7 @@ pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outco
                 EditItem::LastSequence(n) => format!("last_sequence {n}"),
                 EditItem::DeleteFile { level, number } => format!("delete L{level} #{number}"),
                 EditItem::AddFile(t) => format!(
-                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]{}{}{}{}",
+                    "add L{} #{} size {} entries {} deletions {} [{} .. {}]{}{}{}{}{}",
                     t.level,
                     t.number,
                     t.size,
@@ -227,7 +227,8 @@ pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outco
                     } else {
                         let refs: Vec<String> = t.blob_refs.iter().map(u64::to_string).collect();
                         format!(" blobs {}", refs.join(","))
-                    }
+                    },
+                    t.file_checksum.map_or(String::new(), |c| format!(" crc32c {c:08x}"))
                 ),
                 EditItem::BlobFile { number, records, bytes } => {
                     format!("blob_file #{number} records {records} bytes {bytes}")

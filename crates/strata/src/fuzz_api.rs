@@ -341,6 +341,7 @@ pub fn build_version_edit_at(files: u64, first: bool, path_of: impl Fn(u64) -> u
                 global_seqno: crate::types::SeqNo::ZERO,
                 path_id: path_of(i),
                 blob_refs: Vec::new(),
+                file_checksum: None,
             },
         ));
     }
@@ -370,6 +371,7 @@ pub fn build_manifest(edits: u64) -> Vec<u8> {
                 global_seqno: crate::types::SeqNo::ZERO,
                 path_id: 0,
                 blob_refs: Vec::new(),
+                file_checksum: None,
             },
         ));
         let mut buf = Vec::new();

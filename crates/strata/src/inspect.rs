@@ -369,6 +369,8 @@ pub struct TableSummary {
     pub path_id: u32,
     /// The blob files it holds indexes into (the `BlobRefs` tag).
     pub blob_refs: Vec<u64>,
+    /// The CRC32C of the whole file (the `FileChecksum` tag; `Options::file_checksums`).
+    pub file_checksum: Option<u32>,
 }
 
 /// One field of a MANIFEST edit.
@@ -444,6 +446,7 @@ fn table_summary(path: &Path, offset: u64, level: usize, f: &FileMetaData) -> Re
         data_time: f.data_time,
         path_id: f.path_id,
         blob_refs: f.blob_refs.iter().map(|b| b.0).collect(),
+        file_checksum: f.file_checksum,
     })
 }
 

@@ -69,8 +69,8 @@ pub use cstr_like::CStrLike;
 pub use db::{
     ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, ColumnFamilyTtl, DBWALIterator, Db,
     DbIterator, DbPinnableSlice, DbRawIterator, DbRawIteratorWithThreadMode, Direction,
-    GetMergeOperandsOptions, IngestExternalFileOptions, IteratorMode, LiveFile, LiveFileMetaData,
-    PinnedSource, Range, Snapshot,
+    GetMergeOperandsOptions, IngestExternalFileOptions, IteratorMode, LiveFile, LiveFileChecksum,
+    LiveFileMetaData, PinnedSource, Range, Snapshot,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;

@@ -319,6 +319,12 @@ pub struct Options {
     /// Read every table's footer, index and filter at `open` to find damage early.
     /// Default: true.
     pub paranoid_checks: bool,
+    /// Records the CRC32C of every table file the DB writes (flushes, compactions, ingested
+    /// files) in the MANIFEST: RocksDB's `file_checksum_gen_factory` set to its crc32c
+    /// generator. [`crate::Db::verify_file_checksums`] reads each file whole against it, and
+    /// [`crate::Db::get_live_files_checksum_info`] lists them. Tables written while it was
+    /// off have none. Default: false (RocksDB's: no generator).
+    pub file_checksums: bool,
     /// Directory of the write-ahead log files; `None` keeps them in the DB directory. Put it on
     /// another device to separate the WAL's sequential, synced writes from table I/O. At open,
     /// WAL files are looked for in the DB directory and in this one (so setting it on an
@@ -600,6 +606,7 @@ impl Default for Options {
             hard_pending_compaction_bytes_limit: 256 << 30,
             delayed_write_rate: 16 << 20,
             paranoid_checks: true,
+            file_checksums: false,
             avoid_flush_during_recovery: false,
             recycle_log_file_num: 0,
             max_total_wal_size: 0,
@@ -1094,6 +1101,7 @@ impl Options {
             block_align: self.block_align,
             user_key_index: self.user_key_index,
             order: self.comparator.clone(),
+            file_checksum: self.file_checksums,
         }
     }
 }

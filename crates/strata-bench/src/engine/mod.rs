@@ -423,6 +423,11 @@ pub trait Engine: Send + Sync {
     fn verify_checksum(&self) -> Result<()> {
         bail!("this engine has no checksum verification of a live DB")
     }
+    /// Reads every live table whose whole-file checksum the DB recorded and compares
+    /// (RocksDB's `VerifyFileChecksums`; `--file_checksum` makes the DB record them).
+    fn verify_file_checksums(&self) -> Result<()> {
+        bail!("this engine has no whole-file checksums")
+    }
     /// A snapshot of the DB now; an engine without snapshots says so, and the benchmarks that
     /// take one are refused on it (`crate::engine_kind`).
     fn snapshot(&self) -> Result<Box<dyn EngineSnapshot + '_>> {

@@ -218,6 +218,7 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.max_open_files = i32::try_from(f.open_files)
         .map_err(|_| anyhow!("--open_files={}: out of range", f.open_files))?;
     o.paranoid_checks = f.paranoid_checks;
+    o.file_checksums = f.file_checksum;
     o.max_subcompactions = usize_of("subcompactions", f.subcompactions)?;
     o.trim_heap_after_compaction = f.trim_heap_after_compaction;
     o.level0_compaction_batching = f.level0_compaction_batching;
@@ -657,6 +658,10 @@ impl Engine for StrataEngine {
 
     fn verify_checksum(&self) -> Result<()> {
         Ok(self.db.verify_checksum()?)
+    }
+
+    fn verify_file_checksums(&self) -> Result<()> {
+        Ok(self.db.verify_file_checksums()?)
     }
 
     fn write_table_file(

@@ -1,5 +1,5 @@
-//! DB maintenance and introspection: compact and verifychecksum (timed, on every thread),
-//! backup and restore, open (timed reopen cycles) and the inline benchmarks compactall,
+//! DB maintenance and introspection: compact, verifychecksum and verifyfilechecksums (timed,
+//! on every thread), backup and restore, open (timed reopen cycles) and the inline benchmarks compactall,
 //! flush, waitforcompaction, stats, levelstats, sstables, memstats, resetstats, which print
 //! their own text and no result line (`docs/db_bench.md` §5.8).
 
@@ -19,6 +19,9 @@ pub(super) fn on_thread(kind: Admin, cx: &Ctx<'_>) -> Result<()> {
     match kind {
         Admin::Compact => cx.engine.compact_range().context("compact"),
         Admin::VerifyChecksum => cx.engine.verify_checksum().context("VerifyChecksum() failed"),
+        Admin::VerifyFileChecksums => {
+            cx.engine.verify_file_checksums().context("VerifyFileChecksums() failed")
+        }
         Admin::Backup => {
             let dir = std::path::Path::new(&cx.flags().backup_dir);
             cx.engine.backup(dir).with_context(|| format!("backup into {}", dir.display()))
@@ -206,7 +209,8 @@ impl Runner {
             | Admin::Open
             | Admin::Backup
             | Admin::Restore
-            | Admin::VerifyChecksum => {
+            | Admin::VerifyChecksum
+            | Admin::VerifyFileChecksums => {
                 unreachable!("{kind:?} is not an inline benchmark")
             }
         }

@@ -364,6 +364,36 @@ fn verifychecksum_finds_a_damaged_table() {
     assert!(errs.contains(table.file_name().unwrap().to_str().unwrap()), "{errs}");
 }
 
+/// verifyfilechecksums passes on a DB written with --file_checksum and fails the run, naming
+/// the file, on a flipped byte in a table.
+#[test]
+fn verifyfilechecksums_finds_a_changed_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = ["--num=5000", "--seed=4", "--write_buffer_size=65536", "--file_checksum=1"];
+    let benchmarks = "--benchmarks=fillrandom,flush,verifyfilechecksums";
+    let o = run(dir.path(), &[&[benchmarks], &args[..]].concat());
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}");
+    check_result_line(&out, "verifyfilechecksums");
+    let table = std::fs::read_dir(dir.path().join("db"))
+        .expect("db dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table");
+    let mut bytes = std::fs::read(&table).expect("table");
+    bytes[100] ^= 0x40;
+    std::fs::write(&table, bytes).expect("write");
+    let o = run(
+        dir.path(),
+        &[&["--benchmarks=verifyfilechecksums", "--use_existing_db=1"], &args[..]].concat(),
+    );
+    let (_, errs) = text(&o);
+    assert!(!o.status.success());
+    assert!(errs.contains("VerifyFileChecksums() failed"), "{errs}");
+    assert!(errs.contains("file checksum mismatch"), "{errs}");
+    assert!(errs.contains(table.file_name().unwrap().to_str().unwrap()), "{errs}");
+}
+
 /// verify: a DB written as the truth DB was verifies; one that differs fails the run naming
 /// the first key that differs; a truth DB that is not there is an open error naming it.
 #[test]

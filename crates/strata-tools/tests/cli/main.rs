@@ -5,6 +5,7 @@
 mod blob_files;
 mod column_families;
 mod entities;
+mod file_checksums;
 mod golden;
 mod levels;
 mod own_options;

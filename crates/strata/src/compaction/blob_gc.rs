@@ -60,6 +60,7 @@ mod tests {
             largest: make_internal_key(hi.as_bytes(), SeqNo(1), ValueType::Value),
             num_entries: 10,
             blob_refs: refs.iter().map(|&r| FileNumber(r)).collect(),
+            file_checksum: None,
             ..FileMetaData::default()
         }
     }

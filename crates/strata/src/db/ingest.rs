@@ -146,6 +146,8 @@ impl Candidate {
 struct Placed {
     number: FileNumber,
     linked: bool,
+    /// The CRC32C of the file as placed (`Options::file_checksums`).
+    checksum: Option<u32>,
 }
 
 /// Ingests `paths` into family `cfd` (see the module doc).
@@ -184,7 +186,7 @@ pub(crate) fn ingest(
     }
     let mut placed = Vec::with_capacity(files.len());
     let dir = cfd.table_dir(0, &inner.dir);
-    let copied = copy_in(inner, dir, &files, opts.move_files, &mut placed);
+    let copied = copy_in(inner, dir, &files, opts.move_files, cfd.opts.file_checksums, &mut placed);
     let installed = copied.and_then(|()| install(inner, cfd, &files, &placed, &batches, opts));
     if let Err(e) = installed {
         for p in &placed {
@@ -325,6 +327,7 @@ fn copy_in(
     dir: &Path,
     files: &[Candidate],
     move_files: bool,
+    checksum: bool,
     placed: &mut Vec<Placed>,
 ) -> Result<()> {
     let fs = inner.fs.as_ref();
@@ -332,11 +335,17 @@ fn copy_in(
         let number = inner.new_file_number();
         let dst = table_path(dir, number);
         let linked = move_files && fs.link(&f.source, &dst).is_ok();
-        placed.push(Placed { number, linked });
+        placed.push(Placed { number, linked, checksum: None });
         if linked {
             fs.sync_file(&dst)?;
         } else {
             copy_file(fs, &f.source, &dst)?;
+        }
+        if checksum {
+            let crc = super::file_checksums::crc32c_of(fs.open(&dst)?.as_ref())?;
+            if let Some(p) = placed.last_mut() {
+                p.checksum = Some(crc);
+            }
         }
         crate::kill_point!("ingest.copy");
     }
@@ -483,6 +492,7 @@ fn install(
                     // Ingested files go to the family's first table path (`copy_in`).
                     path_id: 0,
                     blob_refs: Vec::new(),
+                    file_checksum: p.checksum,
                 },
             ));
         }

@@ -38,6 +38,7 @@ mod cf;
 mod compact;
 mod conflict;
 mod entity;
+mod file_checksums;
 pub(crate) mod files;
 pub(crate) mod flush;
 mod identity;
@@ -81,6 +82,7 @@ pub use self::cf::ColumnFamilyDescriptor;
 pub use self::cf::ColumnFamilyTtl;
 pub(crate) use self::cf::{CfState, Cfd, MemSet};
 pub(crate) use self::conflict::Changed;
+pub use self::file_checksums::LiveFileChecksum;
 pub use self::ingest::IngestExternalFileOptions;
 pub(crate) use self::iter::RawCursor;
 pub use self::iter::{

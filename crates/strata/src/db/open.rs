@@ -676,6 +676,8 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         let imm: std::collections::VecDeque<_> = recovered.into_iter().collect();
         let sv = SuperVersion::build(&fopts, &mem, &imm, family.current.clone(), 1);
         let suffix = if p.ttl.is_some() { super::ttl::TTL_SUFFIX_LEN } else { 0 };
+        // A DB-wide option (RocksDB's `file_checksum_gen_factory` is a DB option).
+        let fopts = Options { file_checksums: p.opts.file_checksums, ..fopts };
         let cfd = Arc::new(Cfd::new(instance, id, &family.name, fopts, sv, stats, suffix));
         cfd.set_full_history_ts_low(family.full_history_ts_low.clone());
         let switched = imm.len() as u64;

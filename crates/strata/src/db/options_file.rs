@@ -480,6 +480,7 @@ mod tests {
             "kTwoLevelIndexSearch",
             "kXXH3",
             "bloomfilter:7:false",
+            "FileChecksumGenCrc32cFactory",
         ];
         let mut o = Options::default();
         for e in OPTIONS {

@@ -196,6 +196,15 @@ fn compression_list_of(v: &str) -> std::result::Result<Vec<CompressionType>, Str
 
 /// A memtable factory's name as RocksDB's options files write it (or db_bench's
 /// `--memtablerep` name): whether it is the vector memtable.
+/// RocksDB's file checksum generators: its crc32c one (`Options::file_checksums`) or none.
+fn file_checksum_factory_of(v: &str) -> std::result::Result<bool, String> {
+    match v {
+        "FileChecksumGenCrc32cFactory" => Ok(true),
+        "nullptr" | "" => Ok(false),
+        _ => Err("FileChecksumGenCrc32cFactory or nullptr (the generators Strata has)".into()),
+    }
+}
+
 fn memtable_factory_of(v: &str) -> std::result::Result<bool, String> {
     match v {
         "VectorRepFactory" | "vector" => Ok(true),
@@ -294,6 +303,18 @@ pub(crate) const OPTIONS: &[Entry] = &[
     opt!(Db, "create_missing_column_families", false, create_missing_column_families),
     opt!(Db, "error_if_exists", false, error_if_exists),
     opt!(Db, "paranoid_checks", false, paranoid_checks),
+    opt!(
+        Db,
+        "file_checksum_gen_factory",
+        false,
+        set = |o, s| {
+            o.file_checksums = file_checksum_factory_of(s)?;
+            Ok(())
+        },
+        get = Some(|o| {
+            if o.file_checksums { "FileChecksumGenCrc32cFactory" } else { "nullptr" }.to_string()
+        })
+    ),
     opt!(Db, "use_fsync", false, accepted.use_fsync),
     opt!(Db, "max_open_files", false, max_open_files),
     opt!(Db, "max_background_jobs", false, max_background_jobs),
@@ -803,6 +824,7 @@ mod tests {
             "bloomfilter:10:false",
             "kBinarySearch",
             "kCRC32c",
+            "FileChecksumGenCrc32cFactory",
         ] {
             if apply_option(&mut Options::default(), name, v, false).is_ok() {
                 return v;

@@ -107,6 +107,10 @@ pub struct TableOptions {
     /// compression, with `block_align`, or with partitioned filters (whose partitions follow
     /// the index's as entries are added).
     pub parallel_threads: usize,
+    /// Computes the CRC32C of the whole file as it is written (RocksDB's file checksum with
+    /// its crc32c generator, `Options::file_checksums`), returned in the summary for the
+    /// MANIFEST. Default false.
+    pub file_checksum: bool,
 }
 
 impl Default for TableOptions {
@@ -127,6 +131,7 @@ impl Default for TableOptions {
             user_key_index: true,
             order: KeyOrder::Bytewise,
             parallel_threads: 1,
+            file_checksum: false,
         }
     }
 }
@@ -154,6 +159,8 @@ pub struct TableSummary {
     pub smallest_seqno: SeqNo,
     pub largest_seqno: SeqNo,
     pub properties: TableProperties,
+    /// The CRC32C of the whole file, when `TableOptions::file_checksum` asked for it.
+    pub file_checksum: Option<u32>,
 }
 
 /// Appends blocks with their trailers and tracks the file offset.
@@ -161,6 +168,8 @@ struct BlockWriter {
     file: Box<dyn WritableFile>,
     offset: u64,
     checksum: ChecksumType,
+    /// The running CRC32C of the bytes written (`TableOptions::file_checksum`).
+    file_crc: Option<u32>,
 }
 
 impl BlockWriter {
@@ -173,9 +182,17 @@ impl BlockWriter {
             return Ok(());
         }
         let pad = (align - used) as usize;
-        self.file.append(&vec![0u8; pad])?;
+        self.append(&vec![0u8; pad])?;
         self.offset += pad as u64;
         Ok(())
+    }
+
+    /// Appends `data` to the file, adding it to the file's checksum when one is kept.
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if let Some(crc) = &mut self.file_crc {
+            *crc = crc32c::crc32c_append(*crc, data);
+        }
+        self.file.append(data)
     }
 
     fn write(&mut self, stored: &[u8], ty: CompressionType) -> Result<BlockHandle> {
@@ -190,8 +207,8 @@ impl BlockWriter {
         trailer: [u8; BLOCK_TRAILER_LEN],
     ) -> Result<BlockHandle> {
         let handle = BlockHandle::new(self.offset, stored.len() as u64);
-        self.file.append(stored)?;
-        self.file.append(&trailer)?;
+        self.append(stored)?;
+        self.append(&trailer)?;
         self.offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
         Ok(handle)
     }
@@ -274,7 +291,12 @@ impl TableBuilder {
         };
         TableBuilder {
             path,
-            writer: BlockWriter { file, offset: 0, checksum: opts.checksum },
+            writer: BlockWriter {
+                file,
+                offset: 0,
+                checksum: opts.checksum,
+                file_crc: opts.file_checksum.then_some(0),
+            },
             block_size: opts.block_size.clamp(1, MAX_BLOCK_SIZE),
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index_block: BlockBuilder::new(opts.index_block_restart_interval),
@@ -713,7 +735,7 @@ impl TableBuilder {
         let metaindex = self.writer.write(&meta.encode(), CompressionType::None)?;
 
         let footer = Footer { metaindex, index, checksum: self.writer.checksum, version };
-        self.writer.file.append(&footer.encode())?;
+        self.writer.append(&footer.encode())?;
         self.writer.file.sync()?;
         let file_size = self.writer.offset + FOOTER_LEN as u64;
         debug_assert_eq!(file_size, self.writer.file.len());
@@ -726,6 +748,7 @@ impl TableBuilder {
             smallest_seqno: self.props.smallest_seqno,
             largest_seqno: self.props.largest_seqno,
             properties: self.props,
+            file_checksum: self.writer.file_crc,
         })
     }
 }

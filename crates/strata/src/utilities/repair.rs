@@ -468,6 +468,7 @@ fn scan_table(
         global_seqno: crate::types::SeqNo::ZERO,
         path_id: 0,
         blob_refs: blob_refs.into_iter().collect(),
+        file_checksum: None,
     }))
 }
 

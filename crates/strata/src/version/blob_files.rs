@@ -149,6 +149,7 @@ mod tests {
         FileMetaData {
             number: FileNumber(n),
             blob_refs: refs.iter().map(|&r| FileNumber(r)).collect(),
+            file_checksum: None,
             ..FileMetaData::default()
         }
     }

@@ -53,6 +53,13 @@
 //!  18  BlobRefs            varint64 file number | varint32 count | count x varint64 blob
 //!                          file number, ascending (the blob files a table added earlier in
 //!                          the same edit holds indexes into; written only when it holds any)
+//! 0x400A FileChecksum      varint len | varint64 file number | varint len | function name
+//!                          | varint len | checksum bytes
+//!                          (the whole-file checksum of a table added earlier in the same edit,
+//!                          `Options::file_checksums`; function `FileChecksumCrc32c`, checksum
+//!                          the CRC32C as fixed32. Written only when computed; safe to ignore:
+//!                          a reader without it has no checksum to verify the file against, and
+//!                          one of an unknown function is dropped)
 //! ```
 //! Blob files belong to the family of the edit (tag 9). A family's version holds a blob file
 //! from the edit adding it until no table of the version refers to it (tag 18); then it is
@@ -104,6 +111,8 @@ pub(crate) mod tag {
     pub const FILE_TIME: u32 = SAFE_TO_IGNORE | 8;
     /// The family's `full_history_ts_low` (see the module doc).
     pub const FULL_HISTORY_TS_LOW: u32 = SAFE_TO_IGNORE | 9;
+    /// A new file's whole-file checksum (see the module doc).
+    pub const FILE_CHECKSUM: u32 = SAFE_TO_IGNORE | 0xA;
     pub const COLUMN_FAMILY: u32 = 9;
     pub const COLUMN_FAMILY_ADD: u32 = 10;
     pub const COLUMN_FAMILY_DROP: u32 = 11;
@@ -161,7 +170,14 @@ pub(crate) struct FileMetaData {
     pub path_id: u32,
     /// The blob files the table holds indexes into, ascending (empty for most tables).
     pub blob_refs: Vec<FileNumber>,
+    /// The CRC32C of the whole file as written (RocksDB's file checksum with its crc32c
+    /// generator), when the DB computed one (`Options::file_checksums`).
+    pub file_checksum: Option<u32>,
 }
+
+/// The name RocksDB's crc32c file checksum generator records, which the MANIFEST records with
+/// each checksum (`FileChecksumGenCrc32c`'s).
+pub(crate) const CRC32C_CHECKSUM_NAME: &str = "FileChecksumCrc32c";
 
 impl FileMetaData {
     /// The record of a finished table written as file `number` (the one place a record is
@@ -180,6 +196,7 @@ impl FileMetaData {
             global_seqno: SeqNo::ZERO,
             path_id: 0,
             blob_refs: Vec::new(),
+            file_checksum: s.file_checksum,
         }
     }
 }
@@ -336,6 +353,14 @@ impl VersionEdit {
                     put_varint64(buf, b.0);
                 }
             }
+            if let Some(crc) = f.file_checksum {
+                let mut payload = Vec::new();
+                put_varint64(&mut payload, f.number.0);
+                put_length_prefixed(&mut payload, CRC32C_CHECKSUM_NAME.as_bytes());
+                put_length_prefixed(&mut payload, &crc.to_le_bytes());
+                put_varint32(buf, tag::FILE_CHECKSUM);
+                put_length_prefixed(buf, &payload);
+            }
         }
     }
 
@@ -417,6 +442,7 @@ impl VersionEdit {
                         global_seqno: SeqNo::ZERO,
                         path_id: 0,
                         blob_refs: Vec::new(),
+                        file_checksum: None,
                     };
                     e.new_files.push((level, f));
                 }
@@ -501,6 +527,25 @@ impl VersionEdit {
                         return Err(d.err(format_args!("blob refs of file {number} appear twice")));
                     }
                     f.blob_refs = refs;
+                }
+                tag::FILE_CHECKSUM => {
+                    let payload = d.bytes("file checksum")?;
+                    let mut r = Reader::new(payload);
+                    let (Some(number), Some(name), Some(sum)) =
+                        (r.varint64(), r.length_prefixed(), r.length_prefixed())
+                    else {
+                        return Err(d.err("bad file checksum"));
+                    };
+                    // Safe to ignore: another function's checksum, or one for a file the
+                    // edit does not add, is dropped.
+                    let crc = <[u8; 4]>::try_from(sum).ok().map(u32::from_le_bytes);
+                    if let (true, Some(crc)) = (name == CRC32C_CHECKSUM_NAME.as_bytes(), crc) {
+                        if let Some((_, f)) =
+                            e.new_files.iter_mut().rev().find(|(_, f)| f.number.0 == number)
+                        {
+                            f.file_checksum = Some(crc);
+                        }
+                    }
                 }
                 tag::FULL_HISTORY_TS_LOW => {
                     let ts = d.bytes("full_history_ts_low")?.to_vec();
@@ -612,6 +657,7 @@ mod tests {
             global_seqno: if n.is_multiple_of(3) { SeqNo(n + 7) } else { SeqNo::ZERO },
             path_id: if n % 4 == 1 { 3 } else { 0 },
             blob_refs: if n % 2 == 1 { vec![FileNumber(2), FileNumber(n + 100)] } else { vec![] },
+            file_checksum: (n % 3 == 1).then_some(0xdead_0000 | n as u32),
         }
     }
 
@@ -686,10 +732,38 @@ mod tests {
             [0x4008, 9, 10, 11, 12, 13, 14, 15, 0x4009]
         );
         assert_eq!([tag::BLOB_FILE_ADD, tag::BLOB_GARBAGE, tag::BLOB_REFS], [16, 17, 18]);
+        assert_eq!(tag::FILE_CHECKSUM, 0x400A);
         let mut e = VersionEdit::new();
         e.log_number = Some(FileNumber(5));
         e.delete_file(2, FileNumber(9));
         assert_eq!(encoded(&e), vec![2, 5, 6, 2, 9]);
+    }
+
+    /// A file checksum of another function (a RocksDB generator this build does not have) or
+    /// for a file the edit does not add is dropped: the field is safe to ignore.
+    #[test]
+    fn a_checksum_of_another_function_or_file_is_dropped() {
+        let mut e = VersionEdit::new();
+        e.add_file(0, FileMetaData { file_checksum: None, ..file(2) });
+        let mut data = encoded(&e);
+        for (number, name) in [(2u64, &b"FileChecksumSha1"[..]), (7, b"FileChecksumCrc32c")] {
+            let mut payload = Vec::new();
+            put_varint64(&mut payload, number);
+            put_length_prefixed(&mut payload, name);
+            put_length_prefixed(&mut payload, &[1, 2, 3, 4]);
+            put_varint32(&mut data, tag::FILE_CHECKSUM);
+            put_length_prefixed(&mut data, &payload);
+        }
+        assert_eq!(VersionEdit::decode(&data).unwrap(), e);
+        let mut good = encoded(&e);
+        let mut payload = Vec::new();
+        put_varint64(&mut payload, 2);
+        put_length_prefixed(&mut payload, b"FileChecksumCrc32c");
+        put_length_prefixed(&mut payload, &7u32.to_le_bytes());
+        put_varint32(&mut good, tag::FILE_CHECKSUM);
+        put_length_prefixed(&mut good, &payload);
+        let decoded = VersionEdit::decode(&good).unwrap();
+        assert_eq!(decoded.new_files[0].1.file_checksum, Some(7));
     }
 
     #[test]

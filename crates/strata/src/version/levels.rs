@@ -306,6 +306,7 @@ mod tests {
             global_seqno: crate::types::SeqNo::ZERO,
             path_id: 0,
             blob_refs: Vec::new(),
+            file_checksum: None,
         }
     }
 

@@ -13,6 +13,7 @@ mod blob_at_commit_updates;
 mod blob_files;
 mod checkpoint;
 mod direct_io;
+mod file_checksums;
 mod ingest_crash;
 mod ingest_during_compaction;
 mod ingest_external_file;

@@ -131,6 +131,7 @@ pub(crate) fn parse_shape(text: &str) -> (Version, PickerOptions, HashSet<FileNu
                             global_seqno: SeqNo::ZERO,
                             path_id: 0,
                             blob_refs: Vec::new(),
+                            file_checksum: None,
                         },
                     ));
                 }

@@ -72,6 +72,8 @@ pub(crate) fn create_cf(inner: &DbInner, name: &str, opts: &Options) -> Result<A
     let imm = std::collections::VecDeque::new();
     let sv = SuperVersion::build(&fopts, &mem, &imm, version, 1);
     let stats = Arc::new(crate::stats::Stats::new(fopts.num_levels, inner.opts.statistics.clone()));
+    // A DB-wide option (RocksDB's `file_checksum_gen_factory` is a DB option).
+    let fopts = Options { file_checksums: inner.opts.file_checksums, ..fopts };
     let cfd = Arc::new(Cfd::new(inner.instance, id, name, fopts, sv, stats, suffix));
     let mut st = inner.state.lock();
     st.cfs.insert(
