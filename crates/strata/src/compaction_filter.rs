@@ -12,6 +12,10 @@
 //!   versions of the key (in levels below the output) stay hidden; where nothing older can
 //!   exist, the deletion itself is dropped as any other would be.
 //! - [`Decision::Change`] replaces the value; the key and its sequence number are kept.
+//! - A wide-column entity (`crate::wide_columns`) in the same place goes to
+//!   [`CompactionFilter::filter_entity`] instead (RocksDB's `FilterV3` for an entity), which
+//!   keeps it unless overridden; it may remove it, replace it with a plain value or with other
+//!   columns ([`EntityDecision`]).
 //! - A factory makes one filter per flush or (sub)compaction, used by one thread; the filter
 //!   may keep state across the calls of that run. Calls come in key order within a run.
 //! - A filter must be deterministic for a given key and value if the application relies on a
@@ -60,6 +64,20 @@ impl From<CompactionDecision> for Decision {
     }
 }
 
+/// What to do with one wide-column entity ([`CompactionFilter::filter_entity`]; RocksDB's
+/// `FilterV3` decisions for an entity).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntityDecision {
+    /// Keep the entity unchanged.
+    Keep,
+    /// Remove the entry (it becomes a deletion at its sequence number).
+    Remove,
+    /// Replace the entity with a plain value (RocksDB's `kChangeValue`).
+    ChangeValue(Vec<u8>),
+    /// Replace its columns (RocksDB's `kChangeWideColumnEntity`).
+    ChangeEntity(crate::wide_columns::WideColumns),
+}
+
 /// Why a table file is being written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableFileCreationReason {
@@ -88,6 +106,19 @@ pub struct CompactionFilterContext {
 pub trait CompactionFilter: Send {
     /// The fate of `value` of user key `key`, written to `level`.
     fn filter(&mut self, level: u32, key: &[u8], value: &[u8]) -> Decision;
+
+    /// The fate of the wide-column entity `columns` of user key `key`, written to `level`.
+    /// Default: kept, as RocksDB's default `FilterV3` keeps entities without showing them
+    /// to `FilterV2`.
+    fn filter_entity(
+        &mut self,
+        level: u32,
+        key: &[u8],
+        columns: &crate::wide_columns::WideColumns,
+    ) -> EntityDecision {
+        let _ = (level, key, columns);
+        EntityDecision::Keep
+    }
 
     /// The filter's name, for the info LOG.
     fn name(&self) -> &str;

@@ -58,7 +58,7 @@ pub use cache::{
 pub use column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_NAME};
 pub use compaction_filter::{
     CompactionDecision, CompactionFilter, CompactionFilterContext, CompactionFilterFactory,
-    Decision, TableFileCreationReason,
+    Decision, EntityDecision, TableFileCreationReason,
 };
 pub use compat::{backup, checkpoint, properties};
 pub use compat::{

@@ -35,15 +35,15 @@
 //!   its bytes are read (`StreamContext::blobs`) only where they are needed: by the
 //!   compaction filter, or as the base of merge operands. A kept entry keeps its index.
 //!
-//! - a wide-column entity (`ValueType::Entity`) is a value to these rules, but the compaction
-//!   filter does not see it (it is kept, as RocksDB's default `FilterV3` keeps entities); as
-//!   the base of merge operands, the merge makes its default column and the result is the
-//!   entity with that column (`wide_columns::with_default_value`).
+//! - a wide-column entity (`ValueType::Entity`) is a value to these rules; the compaction
+//!   filter sees it through `filter_entity` (which keeps it unless overridden, as RocksDB's
+//!   default `FilterV3`); as the base of merge operands, the merge makes its default column
+//!   and the result is the entity with that column (`wide_columns::with_default_value`).
 //!
 //! Invariant: for every live snapshot, a read over the output returns exactly what it returned
 //! over the input; so does the latest view, but for the keys the filter removed or changed.
 
-use crate::compaction_filter::{CompactionFilter, Decision};
+use crate::compaction_filter::{CompactionFilter, Decision, EntityDecision};
 use crate::comparator::UserTimestamps;
 use crate::error::{Error, Result};
 use crate::iterator::{BlobFetch, InternalIterator};
@@ -52,7 +52,7 @@ use crate::merge_operator::MergeOperator;
 use crate::range_del::FragmentedTombstones;
 use crate::types::{SeqNo, ValueType};
 use crate::util::compare::equal_bytes;
-use crate::wide_columns;
+use crate::wide_columns::{self, WideColumns};
 
 /// What the compaction knows about its surroundings.
 pub(crate) struct StreamContext<'a> {
@@ -318,9 +318,34 @@ fn flush_group(
                     }
                 }
             }
-            // A compaction filter does not see entities: kept, as RocksDB's default
-            // `FilterV3` keeps them.
-            ValueType::Entity => out(value_seq(seq, s), t, v, stats)?,
+            // The filter's entity call (kept unless it overrides it), in the same place as a
+            // value's.
+            ValueType::Entity => {
+                let decision = match filter.as_deref_mut() {
+                    Some(f) if s == ctx.snapshots.len() => {
+                        let columns = WideColumns::decode(v)?;
+                        f.filter.filter_entity(f.level, ukey, &columns)
+                    }
+                    _ => EntityDecision::Keep,
+                };
+                match decision {
+                    EntityDecision::Keep => out(value_seq(seq, s), t, v, stats)?,
+                    EntityDecision::ChangeValue(nv) => {
+                        stats.filter_changed += 1;
+                        out(value_seq(seq, s), ValueType::Value, &nv, stats)?;
+                    }
+                    EntityDecision::ChangeEntity(c) => {
+                        stats.filter_changed += 1;
+                        out(value_seq(seq, s), ValueType::Entity, &c.encode(), stats)?;
+                    }
+                    EntityDecision::Remove => {
+                        stats.filter_removed += 1;
+                        if !(oldest_stripe && bottom) {
+                            out(seq, ValueType::Deletion, b"", stats)?;
+                        }
+                    }
+                }
+            }
             ValueType::Deletion | ValueType::SingleDeletion => {
                 if !(oldest_stripe && bottom) {
                     out(seq, t, v, stats)?;

@@ -71,6 +71,24 @@ impl SnapshotHandle {
         read::get(&db, cf::resolve(db.instance, cf)?, key.as_ref(), &self.at(opts))
     }
 
+    /// The columns of `key` as of the snapshot (`Db::get_entity`).
+    pub fn get_entity(&self, key: impl AsRef<[u8]>) -> Result<Option<crate::WideColumns>> {
+        let db = self.db()?;
+        let ro = self.at(&ReadOptions::default());
+        super::entity::get_entity(&db, &db.default_cf, key.as_ref(), &ro)
+    }
+
+    /// [`Snapshot::get_entity`] in column family `cf`.
+    pub fn get_entity_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<crate::WideColumns>> {
+        let db = self.db()?;
+        let ro = self.at(&ReadOptions::default());
+        super::entity::get_entity(&db, cf::resolve(db.instance, cf)?, key.as_ref(), &ro)
+    }
+
     /// [`Snapshot::get`], pinned (see `Db::get_pinned`).
     pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<DbPinnableSlice>> {
         let db = self.db()?;

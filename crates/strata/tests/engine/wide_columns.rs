@@ -3,7 +3,8 @@
 //! and as its default column through `get` and iterators, from the memtable, tables, the WAL
 //! after a reopen and a compaction's output; a plain value is one default column; merges
 //! apply to the default column and keep the others; GetMergeOperands takes the default
-//! column as the base; compaction filters leave entities alone; blob files never take them;
+//! column as the base; compaction filters keep entities unless they override
+//! `filter_entity`, which may drop or change them; blob files never take them;
 //! a TTL DB refuses them; batches, transactions and external files carry them; damage is an
 //! error; and a random workload reads as a model of columns says.
 
@@ -20,6 +21,7 @@ use strata::{
     BlobOptions, Cache, Db, Error, Options, ReadOptions, SstFileWriter, TransactionDb,
     TransactionDbOptions, WideColumns, WriteBatch, WriteBatchIterator,
 };
+use strata::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory, EntityDecision};
 
 fn options(fs: &MemFs) -> Options {
     Options {
@@ -150,6 +152,8 @@ fn a_snapshot_keeps_the_entity_it_saw() {
     let cf = db.cf_handle("default").unwrap();
     let old = db.get_entity_cf_opt(&cf, "k", &ro).unwrap().unwrap();
     assert_eq!(columns(&old), want(&[("", "old"), ("c", "1")]));
+    assert_eq!(snap.get_entity("k").unwrap().as_ref(), Some(&old));
+    assert_eq!(snap.get_entity_cf(&cf, "k").unwrap(), Some(old));
     assert_eq!(entity(&db, "k"), Some(want(&[("c", "2")])));
 }
 
@@ -226,6 +230,57 @@ fn compaction_filters_do_not_see_entities() {
     db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
     assert_eq!(get(&db, "plain"), None, "the filter removed the plain value");
     assert_eq!(entity(&db, "ent"), Some(want(&[("", "v"), ("c", "w")])));
+}
+
+/// A filter overriding `filter_entity` sees each entity no snapshot reads, and may keep it,
+/// remove it, make it a plain value or give it other columns.
+#[test]
+fn a_compaction_filter_can_see_and_change_entities() {
+    struct Columns;
+    impl CompactionFilter for Columns {
+        fn filter(&mut self, _: u32, _: &[u8], _: &[u8]) -> Decision {
+            Decision::Keep
+        }
+        fn filter_entity(&mut self, _: u32, key: &[u8], c: &WideColumns) -> EntityDecision {
+            match key {
+                b"drop" => EntityDecision::Remove,
+                b"flat" => EntityDecision::ChangeValue(c.get(b"n").unwrap_or_default().to_vec()),
+                b"more" => EntityDecision::ChangeEntity(
+                    WideColumns::from_columns(&[("", "new"), ("n", "2")]).unwrap(),
+                ),
+                _ => EntityDecision::Keep,
+            }
+        }
+        fn name(&self) -> &str {
+            "columns"
+        }
+    }
+    struct Factory;
+    impl CompactionFilterFactory for Factory {
+        fn create(&self, _: &CompactionFilterContext) -> Box<dyn CompactionFilter> {
+            Box::new(Columns)
+        }
+        fn name(&self) -> &str {
+            "columns"
+        }
+    }
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    o.compaction_filter_factory = Some(Arc::new(Factory));
+    let db = Db::open(&o, "/db").unwrap();
+    for key in ["drop", "flat", "more", "keep"] {
+        db.put_entity(key, &[("", "v"), ("n", "1")]).unwrap();
+    }
+    let snap = db.snapshot(); // the snapshot sees them all: the flush may not filter them
+    db.flush().unwrap();
+    assert_eq!(entity(&db, "drop"), Some(want(&[("", "v"), ("n", "1")])));
+    drop(snap);
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(entity(&db, "drop"), None);
+    assert_eq!(entity(&db, "flat"), Some(want(&[("", "1")])));
+    assert_eq!(get(&db, "flat").as_deref(), Some("1"));
+    assert_eq!(entity(&db, "more"), Some(want(&[("", "new"), ("n", "2")])));
+    assert_eq!(entity(&db, "keep"), Some(want(&[("", "v"), ("n", "1")])));
 }
 
 #[test]
