@@ -335,17 +335,15 @@ fn approximatememtablestats_reports_the_counts_histogram() {
     assert!(errs.contains("--num=5 is below --batch_size=10"), "{errs}");
 }
 
-/// verifychecksum passes on an intact DB and fails the run, naming the file, on a flipped
-/// byte in a table.
-#[test]
-fn verifychecksum_finds_a_damaged_table() {
+/// `benchmark` (a whole-DB check) passes on a DB written with `args` and fails the run with
+/// `failed` and the damaged table's name once a byte of that table is flipped.
+fn check_finds_a_damaged_table(benchmark: &str, args: &[&str], failed: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let args = ["--num=5000", "--seed=4", "--write_buffer_size=65536"];
-    let o =
-        run(dir.path(), &[&["--benchmarks=fillrandom,flush,verifychecksum"], &args[..]].concat());
+    let write = format!("--benchmarks=fillrandom,flush,{benchmark}");
+    let o = run(dir.path(), &[&[write.as_str()], args].concat());
     let (out, errs) = text(&o);
     assert!(o.status.success(), "{errs}");
-    check_result_line(&out, "verifychecksum");
+    check_result_line(&out, benchmark);
     let table = std::fs::read_dir(dir.path().join("db"))
         .expect("db dir")
         .map(|e| e.expect("entry").path())
@@ -354,44 +352,31 @@ fn verifychecksum_finds_a_damaged_table() {
     let mut bytes = std::fs::read(&table).expect("table");
     bytes[100] ^= 0x40;
     std::fs::write(&table, bytes).expect("write");
-    let o = run(
-        dir.path(),
-        &[&["--benchmarks=verifychecksum", "--use_existing_db=1"], &args[..]].concat(),
-    );
+    let check = format!("--benchmarks={benchmark}");
+    let o = run(dir.path(), &[&[check.as_str(), "--use_existing_db=1"], args].concat());
     let (_, errs) = text(&o);
     assert!(!o.status.success());
-    assert!(errs.contains("VerifyChecksum() failed"), "{errs}");
+    for m in failed {
+        assert!(errs.contains(m), "{m:?} in {errs}");
+    }
     assert!(errs.contains(table.file_name().unwrap().to_str().unwrap()), "{errs}");
+}
+
+/// verifychecksum passes on an intact DB and fails the run, naming the file, on a flipped
+/// byte in a table.
+#[test]
+fn verifychecksum_finds_a_damaged_table() {
+    let args = ["--num=5000", "--seed=4", "--write_buffer_size=65536"];
+    check_finds_a_damaged_table("verifychecksum", &args, &["VerifyChecksum() failed"]);
 }
 
 /// verifyfilechecksums passes on a DB written with --file_checksum and fails the run, naming
 /// the file, on a flipped byte in a table.
 #[test]
 fn verifyfilechecksums_finds_a_changed_table() {
-    let dir = tempfile::tempdir().expect("tempdir");
     let args = ["--num=5000", "--seed=4", "--write_buffer_size=65536", "--file_checksum=1"];
-    let benchmarks = "--benchmarks=fillrandom,flush,verifyfilechecksums";
-    let o = run(dir.path(), &[&[benchmarks], &args[..]].concat());
-    let (out, errs) = text(&o);
-    assert!(o.status.success(), "{errs}");
-    check_result_line(&out, "verifyfilechecksums");
-    let table = std::fs::read_dir(dir.path().join("db"))
-        .expect("db dir")
-        .map(|e| e.expect("entry").path())
-        .find(|p| p.extension().is_some_and(|x| x == "sst"))
-        .expect("a table");
-    let mut bytes = std::fs::read(&table).expect("table");
-    bytes[100] ^= 0x40;
-    std::fs::write(&table, bytes).expect("write");
-    let o = run(
-        dir.path(),
-        &[&["--benchmarks=verifyfilechecksums", "--use_existing_db=1"], &args[..]].concat(),
-    );
-    let (_, errs) = text(&o);
-    assert!(!o.status.success());
-    assert!(errs.contains("VerifyFileChecksums() failed"), "{errs}");
-    assert!(errs.contains("file checksum mismatch"), "{errs}");
-    assert!(errs.contains(table.file_name().unwrap().to_str().unwrap()), "{errs}");
+    let failed = ["VerifyFileChecksums() failed", "file checksum mismatch"];
+    check_finds_a_damaged_table("verifyfilechecksums", &args, &failed);
 }
 
 /// verify: a DB written as the truth DB was verifies; one that differs fails the run naming
