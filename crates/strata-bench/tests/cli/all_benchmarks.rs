@@ -269,7 +269,12 @@ fn readrandomoperands_finds_every_stored_key() {
     let o = run(dir.path(), &args);
     let (out, errs) = text(&o);
     assert!(o.status.success(), "{errs}");
-    let line = out.lines().find(|l| l.starts_with("readrandomoperands ")).expect("result line");
+    found_every_key_with_bytes(&out, "readrandomoperands");
+}
+
+/// `name`'s result line found all of 1,000 keys and counted bytes.
+fn found_every_key_with_bytes(out: &str, name: &str) {
+    let line = out.lines().find(|l| l.starts_with(&format!("{name} "))).expect("result line");
     assert!(line.contains("(1000 of 1000 found)"), "{line}");
     let mb: f64 = line
         .split("MB/s")
@@ -277,7 +282,7 @@ fn readrandomoperands_finds_every_stored_key() {
         .and_then(|h| h.split_whitespace().last())
         .map_or(0.0, |v| v.parse().expect("MB/s"));
     assert!(mb > 0.0, "{line}");
-    check_result_line(&out, "readrandomoperands");
+    check_result_line(out, name);
 }
 
 /// readrandomentity and multireadentity read every stored key as one default column
@@ -296,15 +301,7 @@ fn entity_reads_find_every_stored_key() {
     let (out, errs) = text(&o);
     assert!(o.status.success(), "{errs}");
     for name in ["readrandomentity", "multireadentity"] {
-        let line = out.lines().find(|l| l.starts_with(&format!("{name} "))).expect("result line");
-        assert!(line.contains("(1000 of 1000 found)"), "{line}");
-        let mb: f64 = line
-            .split("MB/s")
-            .next()
-            .and_then(|h| h.split_whitespace().last())
-            .map_or(0.0, |v| v.parse().expect("MB/s"));
-        assert!(mb > 0.0, "{line}");
-        check_result_line(&out, name);
+        found_every_key_with_bytes(&out, name);
     }
 }
 
