@@ -24,7 +24,9 @@ pub(super) fn run(kind: Read, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Read::ApproximateSizes => approximate_sizes(cx, ts),
         Read::Operands => random_operands(cx, ts),
         Read::Entity => random_entities(cx, ts),
-        Read::MultiEntity => multi_entities(cx, ts),
+        Read::MultiEntity => multi_with(cx, ts, |cx, keys, ks, _| {
+            cx.engine.multi_get_entity(keys, ks, &cx.p.ro).context("MultiGetEntity error")
+        }),
         Read::MemtableStats => memtable_stats(cx, ts),
     }
 }
@@ -58,34 +60,43 @@ pub(super) fn random(hot: bool, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()>
     let p = cx.p;
     let exp_range = cx.flags().read_random_exp_range;
     let hot_range = p.flags_num.div_ceil(100).max(1);
-    gets(cx, ts, p.reads, true, |ts| {
+    let key = |ts: &mut Worker<'_>| {
         if hot {
             ts.rand.next_u64() % hot_range
         } else {
             random_read_key(&mut ts.rand, p.flags_num, exp_range)
         }
-    })
+    };
+    gets(cx, ts, p.reads, true, key, value)
+}
+
+/// A get's lookup for [`gets`]: the value's bytes when found.
+fn value(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<Option<u64>> {
+    Ok(cx.get(ts)?.then_some(ts.scratch.len() as u64))
 }
 
 /// db_bench's `readtorowcache`: gets of keys 0 to `--num` - 1 in order on each thread (with
 /// `--use_existing_keys`, every key of the DB); `--duration` is not read.
 fn every_key(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     let mut next = 0u64;
-    gets(cx, ts, cx.p.flags_num, false, |_| {
+    let key = |_: &mut Worker<'_>| {
         next += 1;
         next - 1
-    })
+    };
+    gets(cx, ts, cx.p.flags_num, false, key, value)
 }
 
-/// `max` gets per thread (or `--duration` seconds when `timed`) of the key numbers `key`
-/// draws, one operation each, the bytes those of the entries found. Message: `(found of
-/// read found)`, ending in a newline as db_bench's does.
+/// `max` lookups per thread (or `--duration` seconds when `timed`) of the key numbers `key`
+/// draws, one operation each: `lookup` reads `ts.key` and gives the bytes it found beside the
+/// key (a value, operands, columns), `None` when the key is missing; the bytes are the key's
+/// and those. Message: `(found of read found)`, ending in a newline as db_bench's does.
 fn gets(
     cx: &Ctx<'_>,
     ts: &mut Worker<'_>,
     max: u64,
     timed: bool,
     mut key: impl FnMut(&mut Worker<'_>) -> u64,
+    mut lookup: impl FnMut(&Ctx<'_>, &mut Worker<'_>) -> Result<Option<u64>>,
 ) -> Result<()> {
     let p = cx.p;
     let (mut read, mut found) = (0u64, 0u64);
@@ -94,9 +105,9 @@ fn gets(
         p.key.encode(k, p.flags_num, &mut ts.key);
         read += 1;
         let mut bytes = 0;
-        if cx.get(ts)? {
+        if let Some(b) = lookup(cx, ts)? {
             found += 1;
-            bytes = (ts.key.len() + ts.scratch.len()) as u64;
+            bytes = ts.key.len() as u64 + b;
         }
         Ok(Step::Did(OpType::Read, bytes))
     })?;
@@ -109,78 +120,30 @@ fn gets(
 /// before is asked again with room for all of its (db_bench's retry after `Incomplete`), and
 /// the room grows to it.
 fn random_operands(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
-    let p = cx.p;
-    let exp_range = cx.flags().read_random_exp_range;
+    let (p, exp_range) = (cx.p, cx.flags().read_random_exp_range);
     let mut room = 8;
     let mut operands = Vec::new();
-    let (mut read, mut found) = (0u64, 0u64);
-    cx.ops(p.reads, 1, true).read_limited(256).run(ts, |ts| {
-        let k = random_read_key(&mut ts.rand, p.flags_num, exp_range);
-        p.key.encode(k, p.flags_num, &mut ts.key);
-        read += 1;
+    let key = |ts: &mut Worker<'_>| random_read_key(&mut ts.rand, p.flags_num, exp_range);
+    gets(cx, ts, p.reads, true, key, |cx, ts| {
         let e = cx.engine;
         let mut got = e.get_merge_operands(&ts.key, &p.ro, room, &mut operands);
         if matches!(got, Ok(Operands::MoreThanMax)) {
             got = e.get_merge_operands(&ts.key, &p.ro, 0, &mut operands);
             room = room.max(operands.len());
         }
-        let mut bytes = 0;
-        if got.context("GetMergeOperands error")? == Operands::Found {
-            found += 1;
-            bytes = ts.key.len() as u64 + operands.iter().map(|o| o.len() as u64).sum::<u64>();
-        }
-        Ok(Step::Did(OpType::Read, bytes))
-    })?;
-    ts.stats.add_message(&format!("({found} of {read} found)\n"));
-    Ok(())
+        let found = got.context("GetMergeOperands error")? == Operands::Found;
+        Ok(found.then(|| operands.iter().map(|o| o.len() as u64).sum()))
+    })
 }
 
 /// db_bench's `readrandomentity`: `readrandom` through GetEntity, the bytes those of the key
 /// and of every column's name and value.
 fn random_entities(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
-    let p = cx.p;
-    let exp_range = cx.flags().read_random_exp_range;
-    let (mut read, mut found) = (0u64, 0u64);
-    cx.ops(p.reads, 1, true).read_limited(256).run(ts, |ts| {
-        let k = random_read_key(&mut ts.rand, p.flags_num, exp_range);
-        p.key.encode(k, p.flags_num, &mut ts.key);
-        read += 1;
-        let got = cx.engine.get_entity(&ts.key, &p.ro).context("GetEntity error")?;
-        let mut bytes = 0;
-        if let Some(column_bytes) = got {
-            found += 1;
-            bytes = ts.key.len() as u64 + column_bytes;
-        }
-        Ok(Step::Did(OpType::Read, bytes))
-    })?;
-    ts.stats.add_message(&format!("({found} of {read} found)\n"));
-    Ok(())
-}
-
-/// db_bench's `multireadentity`: `multireadrandom`'s batches of `--batch_size` random keys
-/// through MultiGetEntity, the bytes those of the keys found and their columns' names and
-/// values.
-fn multi_entities(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
-    let p = cx.p;
-    eprintln!("entries_per_batch = {}", p.batch);
-    let exp_range = cx.flags().read_random_exp_range;
-    let ks = p.key.key_size;
-    let mut keys = vec![0u8; ks * p.batch as usize];
-    let (mut read, mut found) = (0u64, 0u64);
-    cx.ops(p.reads, p.batch, true).run(ts, |ts| {
-        for slot in keys.chunks_mut(ks) {
-            let k = random_read_key(&mut ts.rand, p.flags_num, exp_range);
-            p.key.encode(k, p.flags_num, &mut ts.key);
-            slot.copy_from_slice(&ts.key);
-        }
-        let (hits, column_bytes) =
-            cx.engine.multi_get_entity(&keys, ks, &p.ro).context("MultiGetEntity error")?;
-        found += hits;
-        read += p.batch;
-        Ok(Step::Did(OpType::Read, hits * ks as u64 + column_bytes))
-    })?;
-    ts.stats.add_message(&format!("({found} of {read} found)"));
-    Ok(())
+    let (p, exp_range) = (cx.p, cx.flags().read_random_exp_range);
+    let key = |ts: &mut Worker<'_>| random_read_key(&mut ts.rand, p.flags_num, exp_range);
+    gets(cx, ts, p.reads, true, key, |cx, ts| {
+        cx.engine.get_entity(&ts.key, &p.ro).context("GetEntity error")
+    })
 }
 
 /// db_bench's `readrandomfast`: gets in steps of 100 of keys drawn below the power of two at
@@ -278,6 +241,24 @@ fn memtable_stats(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
 
 /// MultiGet of `--batch_size` keys: random, or `--multiread_stride` apart from a random first.
 pub(super) fn multi(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
+    multi_with(cx, ts, |cx, keys, ks, ts| {
+        let mut value_bytes = 0u64;
+        let hits = cx
+            .engine
+            .multi_get(keys, ks, &cx.p.ro, &mut ts.scratch, &mut value_bytes)
+            .context("multiget error")?;
+        Ok((hits, value_bytes))
+    })
+}
+
+/// [`multi`]'s batches of keys (`keys`, `ks` bytes each) through `lookup`, which gives how
+/// many it found and the bytes it found beside their keys (db_bench's `multireadrandom` and,
+/// through MultiGetEntity, `multireadentity`).
+fn multi_with(
+    cx: &Ctx<'_>,
+    ts: &mut Worker<'_>,
+    mut lookup: impl FnMut(&Ctx<'_>, &[u8], usize, &mut Worker<'_>) -> Result<(u64, u64)>,
+) -> Result<()> {
     let p = cx.p;
     eprintln!("entries_per_batch = {}", p.batch);
     let stride = cx.flags().multiread_stride as u64;
@@ -301,11 +282,7 @@ pub(super) fn multi(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
             p.key.encode(k, p.flags_num, &mut ts.key);
             slot.copy_from_slice(&ts.key);
         }
-        let mut value_bytes = 0u64;
-        let hits = cx
-            .engine
-            .multi_get(&keys, ks, &p.ro, &mut ts.scratch, &mut value_bytes)
-            .context("multiget error")?;
+        let (hits, value_bytes) = lookup(cx, &keys, ks, ts)?;
         found += hits;
         read += p.batch;
         Ok(Step::Did(OpType::Read, hits * ks as u64 + value_bytes))

@@ -2,18 +2,15 @@
 //! `Options::file_checksums`). A table's builder keeps the CRC32C of every byte it writes
 //! (`TableOptions::file_checksum`), an ingested file's is computed from its bytes, and the
 //! MANIFEST records it with the file (tag `FileChecksum`, `docs/format/manifest.md`).
-//! `verify_file_checksums` reads every live table that has one whole, a window at a time,
-//! and compares; `get_live_files_checksum_info` lists them (RocksDB's
+//! `verify_file_checksums` reads every live table that has one whole, a megabyte at a time
+//! (`env::file_crc32c`), and compares; `get_live_files_checksum_info` lists them (RocksDB's
 //! `VerifyFileChecksums` and `GetLiveFilesChecksumInfo`). Tables written while the option
 //! was off, and repaired ones, have none: they are listed without one and not verified.
 
 use super::Db;
-use crate::env::RandomAccessFile;
+use crate::env::file_crc32c;
 use crate::error::{Error, Result};
 use crate::filename::table_file_name;
-
-/// How many bytes a read takes at once.
-const WINDOW: usize = 1 << 20;
 
 /// One live table's checksum (RocksDB's `FileChecksumList` entry).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,27 +28,6 @@ pub struct LiveFileChecksum {
     pub checksum_func_name: &'static str,
 }
 
-/// The CRC32C of `file`'s bytes, read a window at a time.
-pub(crate) fn crc32c_of(file: &dyn RandomAccessFile) -> Result<u32> {
-    let len = file.len();
-    let mut buf = vec![0u8; WINDOW];
-    let (mut offset, mut crc) = (0u64, 0u32);
-    while offset < len {
-        let want = WINDOW.min(usize::try_from(len - offset).unwrap_or(WINDOW));
-        let got = file.read_at(offset, &mut buf[..want])?;
-        if got == 0 {
-            return Err(Error::corruption(
-                file.path(),
-                offset,
-                format!("file ends at {offset} bytes, shorter than the {len} it had"),
-            ));
-        }
-        crc = crc32c::crc32c_append(crc, &buf[..got]);
-        offset += got as u64;
-    }
-    Ok(crc)
-}
-
 impl Db {
     /// Reads every live table whose checksum the MANIFEST records whole and compares its
     /// CRC32C with it (RocksDB's `VerifyFileChecksums`). A mismatch is `Corruption` naming
@@ -66,7 +42,7 @@ impl Db {
             for (_, t) in sv.version.files() {
                 let Some(want) = t.meta.file_checksum else { continue };
                 let path = t.path_in(&inner.dir);
-                let got = crc32c_of(fs.open(&path)?.as_ref())?;
+                let (_, got) = file_crc32c(fs, &path)?;
                 if got != want {
                     return Err(Error::corruption(
                         &path,

@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use super::{Cfd, DbInner};
 use crate::comparator::{KeyOrder, KnownOrders};
-use crate::env::{copy_file, FileSystem};
+use crate::env::{copy_file_crc32c, file_crc32c, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::table_path;
 use crate::iterator::InternalIterator;
@@ -336,16 +336,20 @@ fn copy_in(
         let dst = table_path(dir, number);
         let linked = move_files && fs.link(&f.source, &dst).is_ok();
         placed.push(Placed { number, linked, checksum: None });
-        if linked {
+        let crc = if linked {
             fs.sync_file(&dst)?;
-        } else {
-            copy_file(fs, &f.source, &dst)?;
-        }
-        if checksum {
-            let crc = super::file_checksums::crc32c_of(fs.open(&dst)?.as_ref())?;
-            if let Some(p) = placed.last_mut() {
-                p.checksum = Some(crc);
+            // A linked file is read only when its checksum is recorded.
+            if checksum {
+                Some(file_crc32c(fs, &dst)?.1)
+            } else {
+                None
             }
+        } else {
+            // A copy's checksum comes with the copy's one read.
+            checksum.then_some(copy_file_crc32c(fs, &f.source, &dst)?.1)
+        };
+        if let Some(p) = placed.last_mut() {
+            p.checksum = crc;
         }
         crate::kill_point!("ingest.copy");
     }

@@ -311,21 +311,42 @@ fn no_direct_io(path: &Path) -> Error {
 /// Copies the file `from` to `to` (created or truncated) through `fs` and syncs the copy; the
 /// caller syncs `to`'s directory. Returns the bytes copied.
 pub fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<u64> {
-    const CHUNK: usize = 1 << 20;
-    let src = fs.open(from)?;
+    copy_file_crc32c(fs, from, to).map(|(size, _)| size)
+}
+
+/// [`copy_file`], also returning the CRC32C of the bytes copied.
+pub(crate) fn copy_file_crc32c(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<(u64, u32)> {
     let mut dst = fs.create(to)?;
+    let copied = read_chunks(fs, from, |chunk| dst.append(chunk))?;
+    dst.sync()?;
+    Ok(copied)
+}
+
+/// The size and CRC32C of the file at `path`, read a megabyte at a time.
+pub(crate) fn file_crc32c(fs: &dyn FileSystem, path: &Path) -> Result<(u64, u32)> {
+    read_chunks(fs, path, |_| Ok(()))
+}
+
+/// Reads the file at `path` a megabyte at a time, handing each chunk to `f`; returns the size
+/// and the CRC32C of the bytes read.
+fn read_chunks(
+    fs: &dyn FileSystem,
+    path: &Path,
+    mut f: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<(u64, u32)> {
+    const CHUNK: usize = 1 << 20;
+    let file = fs.open(path)?;
     let mut buf = vec![0u8; CHUNK];
-    let mut offset = 0u64;
+    let (mut offset, mut crc) = (0u64, 0u32);
     loop {
-        let n = src.read_at(offset, &mut buf)?;
+        let n = file.read_at(offset, &mut buf)?;
         if n == 0 {
-            break;
+            return Ok((offset, crc));
         }
-        dst.append(&buf[..n])?;
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        f(&buf[..n])?;
         offset += n as u64;
     }
-    dst.sync()?;
-    Ok(offset)
 }
 
 /// Writes `data` to `path` durably: create, append, sync, then sync the parent directory.

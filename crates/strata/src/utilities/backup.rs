@@ -43,7 +43,7 @@ use std::sync::Arc;
 use super::checkpoint::remove_leftover_dir;
 use crate::db::capture::capture;
 use crate::db::Db;
-use crate::env::{parent_dir, write_file_synced, FileSystem};
+use crate::env::{copy_file_crc32c, file_crc32c, parent_dir, write_file_synced, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{blob_file_name, blob_path, manifest_name, table_file_name};
 use crate::options::Options;
@@ -150,12 +150,12 @@ impl BackupEngine {
         // on a restore; before the MANIFEST, whose CURRENT's directory sync covers it.
         if let Some((n, src)) = crate::db::options_file::newest(fs, db.path())? {
             let name = crate::filename::options_file_name(n);
-            let (size, crc) = copy_with_crc(fs, &src, &private.join(&name))?;
+            let (size, crc) = copy_file_crc32c(fs, &src, &private.join(&name))?;
             files.push(BackupFile { stored: format!("{PRIVATE}/{id}/{name}"), name, size, crc });
         }
         write_manifest_for(fs, &private, manifest, &families, &backup_counters)?;
         let name = manifest_name(manifest);
-        let (size, crc) = file_crc(fs, &private.join(&name))?;
+        let (size, crc) = file_crc32c(fs, &private.join(&name))?;
         files.push(BackupFile { stored: format!("{PRIVATE}/{id}/{name}"), name, size, crc });
         let info = BackupInfo {
             id,
@@ -185,7 +185,7 @@ impl BackupEngine {
     pub fn verify_backup(&self, id: u64) -> Result<()> {
         for f in self.read_meta(id)?.files {
             let path = self.dir.join(&f.stored);
-            let (size, crc) = file_crc(self.fs.as_ref(), &path)?;
+            let (size, crc) = file_crc32c(self.fs.as_ref(), &path)?;
             check_file(&path, &f, size, crc)?;
         }
         Ok(())
@@ -241,7 +241,7 @@ impl BackupEngine {
         let mut manifest = None;
         for f in &meta.files {
             let from = self.dir.join(&f.stored);
-            let (size, crc) = copy_with_crc(fs, &from, &tmp.join(&f.name))?;
+            let (size, crc) = copy_file_crc32c(fs, &from, &tmp.join(&f.name))?;
             check_file(&from, f, size, crc)?;
             if let Some(rest) = f.name.strip_prefix("MANIFEST-") {
                 manifest = rest.parse::<u64>().ok().map(FileNumber);
@@ -284,12 +284,12 @@ impl BackupEngine {
     /// same contents is there.
     fn store_table(&self, src: &Path, n: FileNumber, ext: &str) -> Result<BackupFile> {
         let fs = self.fs.as_ref();
-        let (size, crc) = file_crc(fs, src)?;
+        let (size, crc) = file_crc32c(fs, src)?;
         let stored = format!("{SHARED}/{n}_{crc:08x}_{size}.{ext}");
         let dst = self.dir.join(&stored);
         if !fs.exists(&dst) {
             let tmp = self.dir.join(format!("{stored}.tmp"));
-            let (copied, copied_crc) = copy_with_crc(fs, src, &tmp)?;
+            let (copied, copied_crc) = copy_file_crc32c(fs, src, &tmp)?;
             if (copied, copied_crc) != (size, crc) {
                 let _ = fs.remove(&tmp);
                 return Err(Error::corruption(
@@ -360,40 +360,6 @@ fn check_file(path: &Path, f: &BackupFile, size: u64, crc: u32) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// The size and CRC32C of the file at `path`.
-fn file_crc(fs: &dyn FileSystem, path: &Path) -> Result<(u64, u32)> {
-    stream(fs, path, |_| Ok(()))
-}
-
-/// Copies `from` to `to` (synced), returning the size and CRC32C of the bytes copied.
-fn copy_with_crc(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<(u64, u32)> {
-    let mut dst = fs.create(to)?;
-    let r = stream(fs, from, |chunk| dst.append(chunk))?;
-    dst.sync()?;
-    Ok(r)
-}
-
-/// Reads `path` in chunks, handing each to `f`; returns the size and CRC32C.
-fn stream(
-    fs: &dyn FileSystem,
-    path: &Path,
-    mut f: impl FnMut(&[u8]) -> Result<()>,
-) -> Result<(u64, u32)> {
-    const CHUNK: usize = 1 << 20;
-    let file = fs.open(path)?;
-    let mut buf = vec![0u8; CHUNK];
-    let (mut offset, mut crc) = (0u64, 0u32);
-    loop {
-        let n = file.read_at(offset, &mut buf)?;
-        if n == 0 {
-            return Ok((offset, crc));
-        }
-        crc = crc32c::crc32c_append(crc, &buf[..n]);
-        f(&buf[..n])?;
-        offset += n as u64;
-    }
 }
 
 fn encode_meta(info: &BackupInfo, files: &[BackupFile]) -> String {
