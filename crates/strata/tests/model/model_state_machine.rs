@@ -1,5 +1,5 @@
-//! Random sequences of put / delete / delete_range / batch / get / flush / reopen, checked against a BTreeMap
-//! model, on the in-memory and the real filesystem, with the write-stall and trigger options
+//! Random sequences of put / wide-column entity put / delete / delete_range / batch / get /
+//! flush / reopen, checked against a BTreeMap model (an entity read as its default column), on the in-memory and the real filesystem, with the write-stall and trigger options
 //! drawn over their whole accepted range (zeros and inverted orders included), and tables of
 //! both index formats (version 3, user keys, and version 1) in one DB; deleted tables'
 //! blocks erased from the block cache or left there.
@@ -18,6 +18,8 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 #[derive(Clone, Debug)]
 enum BatchOp {
     Put(u8, Vec<u8>),
+    /// `put_entity` with the value as the default column beside another column.
+    PutEntity(u8, Vec<u8>),
     Delete(u8),
     DeleteRange(u8, u8),
 }
@@ -61,6 +63,8 @@ struct Knobs {
     /// `max_total_wal_size` of 64 KiB: the write path flushes the family keeping the oldest
     /// WAL once the WALs kept outgrow it.
     wal_limit: bool,
+    /// `file_checksums`: every table's CRC32C recorded, checked at each reopen and at the end.
+    file_checksums: bool,
 }
 
 fn knobs_strategy() -> impl Strategy<Value = Knobs> {
@@ -86,6 +90,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
             any::<bool>(),
             1usize..4,
             any::<bool>(),
+            any::<bool>(),
         ),
     )
         .prop_map(
@@ -109,6 +114,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     wal_mmap_writes,
                     merge_memtables,
                     wal_limit,
+                    file_checksums,
                 ),
             )| {
                 Knobs {
@@ -130,6 +136,7 @@ fn knobs_strategy() -> impl Strategy<Value = Knobs> {
                     wal_mmap_writes,
                     merge_memtables,
                     wal_limit,
+                    file_checksums,
                 }
             },
         )
@@ -140,6 +147,8 @@ enum Op {
     /// `put` with `sync`, or with the WAL disabled (kept by the clean close of `Reopen`).
     Put(u8, Vec<u8>, bool),
     PutNoWal(u8, Vec<u8>),
+    /// `put_entity` with the value as the default column beside another column.
+    PutEntity(u8, Vec<u8>),
     Delete(u8),
     /// `delete_range(key(a), key(b))`; a no-op unless key(a) < key(b).
     DeleteRange(u8, u8),
@@ -183,11 +192,13 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         30 => (k.clone(), value_strategy(), proptest::bool::weighted(0.1)).prop_map(|(k, v, s)| Op::Put(k, v, s)),
         4 => (k.clone(), value_strategy()).prop_map(|(k, v)| Op::PutNoWal(k, v)),
+        5 => (k.clone(), value_strategy()).prop_map(|(k, v)| Op::PutEntity(k, v)),
         10 => k.clone().prop_map(Op::Delete),
         4 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::DeleteRange(a, b)),
         8 => proptest::collection::vec(
             prop_oneof![
                 3 => (k.clone(), value_strategy()).prop_map(|(k, v)| BatchOp::Put(k, v)),
+                1 => (k.clone(), value_strategy()).prop_map(|(k, v)| BatchOp::PutEntity(k, v)),
                 1 => k.clone().prop_map(BatchOp::Delete),
                 1 => (k.clone(), k.clone()).prop_map(|(a, b)| BatchOp::DeleteRange(a, b)),
             ],
@@ -251,8 +262,14 @@ fn options(fs: Arc<dyn FileSystem>, knobs: &Knobs) -> Options {
         min_write_buffer_number_to_merge: knobs.merge_memtables,
         max_write_buffer_number: if knobs.merge_memtables > 1 { 4 } else { 2 },
         max_total_wal_size: if knobs.wal_limit { 64 << 10 } else { 0 },
+        file_checksums: knobs.file_checksums,
         ..Options::default()
     }
+}
+
+/// The columns an entity put of `v` writes: `v` as the default column, and one beside it.
+fn entity(v: &[u8]) -> [(&[u8], &[u8]); 2] {
+    [(b"", v), (b"side", b"column")]
 }
 
 /// The range of keys `a` and `b` with begin <= end (begin == end deletes nothing).
@@ -295,6 +312,10 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
                 .unwrap();
                 model.insert(key(*k), v.clone());
             }
+            Op::PutEntity(k, v) => {
+                db.put_entity(key(*k), &entity(v)).unwrap();
+                model.insert(key(*k), v.clone());
+            }
             Op::Delete(k) => {
                 db.delete(key(*k)).unwrap();
                 model.remove(&key(*k));
@@ -310,6 +331,10 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
                     match o {
                         BatchOp::Put(k, v) => {
                             wb.put(key(*k), v);
+                            model.insert(key(*k), v.clone());
+                        }
+                        BatchOp::PutEntity(k, v) => {
+                            wb.put_entity(key(*k), &entity(v));
                             model.insert(key(*k), v.clone());
                         }
                         BatchOp::Delete(k) => {
@@ -329,8 +354,10 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
                     let mut wbwi = WriteBatchWithIndex::new(0, true);
                     wbwi.append(&wb);
                     for o in b {
-                        let (BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::DeleteRange(k, _)) =
-                            o;
+                        let (BatchOp::Put(k, _)
+                        | BatchOp::PutEntity(k, _)
+                        | BatchOp::Delete(k)
+                        | BatchOp::DeleteRange(k, _)) = o;
                         let got = wbwi
                             .get_from_batch_and_db(&db, key(*k), &ReadOptions::default())
                             .unwrap();
@@ -343,6 +370,9 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
             }
             Op::Get(k) => {
                 assert_eq!(db.get(key(*k)).unwrap(), model.get(&key(*k)).cloned(), "get {k}");
+                let columns = db.get_entity(key(*k)).unwrap();
+                let default = columns.as_ref().map(|c| c.default_value().unwrap_or_default());
+                assert_eq!(default, model.get(&key(*k)).map(Vec::as_slice), "get_entity {k}");
             }
             Op::Merge(k, v) => {
                 db.merge(key(*k), v).unwrap();
@@ -401,6 +431,7 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
                 drop(db);
                 opts.user_key_index = !opts.user_key_index;
                 db = Db::open(&opts, path).unwrap();
+                db.verify_file_checksums().unwrap();
             }
         }
     }
@@ -415,6 +446,7 @@ fn run(ops: &[Op], knobs: &Knobs, fs: Arc<dyn FileSystem>, path: &Path) {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(scanned, model, "final scan {pass}");
+        db.verify_file_checksums().unwrap();
         drop(db);
         db = Db::open(&opts, path).unwrap();
     }
