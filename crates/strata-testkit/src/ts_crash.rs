@@ -1,6 +1,7 @@
 //! Crashes in a DB whose keys carry user-defined timestamps (`Options::set_comparator_with_ts`):
-//! a `Db` on `MemFs` behind `FaultFs` writes versions (`put_with_ts`, `delete_with_ts`, batches
-//! of `put_cf_with_ts`), raises `full_history_ts_low`, flushes and compacts (every write
+//! a `Db` on `MemFs` behind `FaultFs` writes versions (`put_with_ts`, `delete_with_ts`,
+//! `merge_with_ts`, batches of `put_cf_with_ts` and `merge_cf_with_ts`), raises
+//! `full_history_ts_low`, flushes and compacts (every write
 //! synced, memtables small enough to switch and flush, so the model is exact). The filesystem
 //! is cut off at a random point (a kill point of the WAL, the MANIFEST, a flush or a
 //! compaction, or the Nth filesystem operation), the process crashes (power loss, torn power
@@ -23,8 +24,16 @@ use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 /// The timestamp size: a u64, little-endian (as the `rocksdb` crate's tests encode theirs).
 const TS: usize = 8;
 
-/// Each key's versions: timestamp -> value (`None`: a deletion).
-type Model = BTreeMap<Vec<u8>, BTreeMap<u64, Option<Vec<u8>>>>;
+/// One write of a version.
+#[derive(Clone, Debug)]
+enum Write {
+    Put(Vec<u8>),
+    Delete,
+    Merge(Vec<u8>),
+}
+
+/// Each key's versions: timestamp -> its writes, oldest first.
+type Model = BTreeMap<Vec<u8>, BTreeMap<u64, Vec<Write>>>;
 
 /// A view at one timestamp: (key, its version's timestamp, value), ascending by key.
 type View = Vec<(Vec<u8>, u64, Vec<u8>)>;
@@ -34,7 +43,9 @@ type View = Vec<(Vec<u8>, u64, Vec<u8>)>;
 enum Step {
     Put(Vec<u8>, u64, Vec<u8>),
     Delete(Vec<u8>, u64),
-    Batch(Vec<(Vec<u8>, u64, Vec<u8>)>),
+    Merge(Vec<u8>, u64, Vec<u8>),
+    /// Puts (`false`) and merges (`true`).
+    Batch(Vec<(bool, Vec<u8>, u64, Vec<u8>)>),
     RaiseLow(u64),
     Flush,
     Compact,
@@ -58,6 +69,7 @@ fn options(fs: Arc<dyn FileSystem>) -> Options {
         level0_file_num_compaction_trigger: 3,
         target_file_size_base: 8 << 10,
         max_bytes_for_level_base: 32 << 10,
+        merge_operator: strata::merge_operator::builtin_merge_operator("stringappend"),
         ..Options::default()
     };
     // The key, then the timestamp, newest first.
@@ -83,15 +95,16 @@ fn open(fs: Arc<dyn FileSystem>) -> Result<Db, String> {
 
 /// The model after `step`, with the new `full_history_ts_low`.
 fn apply(model: &mut Model, low: &mut u64, step: &Step) {
-    let mut put = |k: &[u8], t: u64, v: Option<Vec<u8>>| {
-        model.entry(k.to_vec()).or_default().insert(t, v);
+    let mut add = |k: &[u8], t: u64, w: Write| {
+        model.entry(k.to_vec()).or_default().entry(t).or_default().push(w);
     };
     match step {
-        Step::Put(k, t, v) => put(k, *t, Some(v.clone())),
-        Step::Delete(k, t) => put(k, *t, None),
+        Step::Put(k, t, v) => add(k, *t, Write::Put(v.clone())),
+        Step::Delete(k, t) => add(k, *t, Write::Delete),
+        Step::Merge(k, t, v) => add(k, *t, Write::Merge(v.clone())),
         Step::Batch(writes) => {
-            for (k, t, v) in writes {
-                put(k, *t, Some(v.clone()));
+            for (merge, k, t, v) in writes {
+                add(k, *t, if *merge { Write::Merge(v.clone()) } else { Write::Put(v.clone()) });
             }
         }
         Step::RaiseLow(t) => *low = (*low).max(*t),
@@ -104,11 +117,16 @@ fn run_step(db: &Db, step: &Step) -> strata::Result<()> {
     match step {
         Step::Put(k, t, v) => db.put_with_ts_opt(k, ts(*t), v, &sync),
         Step::Delete(k, t) => db.delete_with_ts_opt(k, ts(*t), &sync),
+        Step::Merge(k, t, v) => db.merge_with_ts_opt(k, ts(*t), v, &sync),
         Step::Batch(writes) => {
             let cf = db.cf_handle("default").expect("the default family");
             let mut b = WriteBatch::default();
-            for (k, t, v) in writes {
-                b.put_cf_with_ts(&cf, k, ts(*t), v);
+            for (merge, k, t, v) in writes {
+                if *merge {
+                    b.merge_cf_with_ts(&cf, k, ts(*t), v);
+                } else {
+                    b.put_cf_with_ts(&cf, k, ts(*t), v);
+                }
             }
             db.write_opt(b, &sync)
         }
@@ -127,24 +145,42 @@ fn random_step(rng: &mut StdRng, now: &mut u64, low: u64, i: usize) -> Step {
     let value =
         |rng: &mut StdRng| format!("v{i}-{}", "x".repeat(rng.gen_range(0..48))).into_bytes();
     match rng.gen_range(0..100) {
-        0..=59 => Step::Put(key(rng), *now, value(rng)),
+        0..=49 => Step::Put(key(rng), *now, value(rng)),
+        50..=59 => Step::Merge(key(rng), *now, value(rng)),
         60..=74 => Step::Delete(key(rng), *now),
-        75..=86 => {
-            Step::Batch((0..rng.gen_range(2..5)).map(|_| (key(rng), *now, value(rng))).collect())
-        }
+        75..=86 => Step::Batch(
+            (0..rng.gen_range(2..5))
+                .map(|_| (rng.gen_bool(0.3), key(rng), *now, value(rng)))
+                .collect(),
+        ),
         87..=90 if *now > low + 4 => Step::RaiseLow(rng.gen_range(low + 1..*now - 2)),
         87..=94 => Step::Flush,
         _ => Step::Compact,
     }
 }
 
-/// The model's view at `t`: each key's newest version at or below `t`, deletions hiding.
+/// The model's view at `t`: each key's newest version at or below `t`, deletions hiding, a
+/// merge operand read as the `stringappend` merge of the operands down to a put (the base)
+/// or a deletion.
 fn view(model: &Model, t: u64) -> View {
     model
         .iter()
         .filter_map(|(k, versions)| {
-            let (&vt, v) = versions.range(..=t).next_back()?;
-            v.as_ref().map(|v| (k.clone(), vt, v.clone()))
+            let (&vt, _) = versions.range(..=t).next_back()?;
+            let mut writes = versions.range(..=vt).rev().flat_map(|(_, w)| w.iter().rev());
+            let mut operands = Vec::new(); // newest first
+            let base = loop {
+                match writes.next() {
+                    Some(Write::Put(v)) => break Some(v.as_slice()),
+                    Some(Write::Merge(v)) => operands.push(v.as_slice()),
+                    Some(Write::Delete) | None => break None,
+                }
+            };
+            if base.is_none() && operands.is_empty() {
+                return None;
+            }
+            let parts: Vec<&[u8]> = base.into_iter().chain(operands.into_iter().rev()).collect();
+            Some((k.clone(), vt, parts.join(&b","[..])))
         })
         .collect()
 }

@@ -1230,8 +1230,9 @@ pub struct ReadOptions {
     /// timestamps (each key reads as its newest version at or below it), refused with
     /// `InvalidArgument` by one without, as RocksDB's. Default: none.
     pub timestamp: Option<Vec<u8>>,
-    /// The oldest timestamp an iterator returns versions of (`set_iter_start_ts`): refused
-    /// with `NotSupported` (iterators return the newest version of each key). Default: none.
+    /// The oldest timestamp an iterator returns versions of (`set_iter_start_ts`): with it an
+    /// iterator over a family with timestamps returns every version in range, as RocksDB's
+    /// (`db/ts_iter.rs`); point reads ignore it. Default: none.
     pub iter_start_ts: Option<Vec<u8>>,
 }
 

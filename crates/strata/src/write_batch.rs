@@ -449,24 +449,46 @@ impl WriteBatch {
         }
     }
 
-    /// Records `key | ts` (a put with `value`, else a deletion) in family `cf`, whose
-    /// timestamps have `size` bytes (`Db::put_with_ts` and the like).
+    /// Merges operand `value` into `key` at user-defined timestamp `ts` in family `cf`, as
+    /// [`WriteBatch::put_cf_with_ts`]: a read at a timestamp at or above `ts` applies it to
+    /// the key's older versions (`db/ts_iter.rs`).
+    pub fn merge_cf_with_ts<K, V, S>(
+        &mut self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        ts: S,
+        value: V,
+    ) where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+        S: AsRef<[u8]>,
+    {
+        if self.check_ts(cf.cf_id(), cf.timestamp_size(), ts.as_ref(), "merge_cf_with_ts") {
+            self.has_merge = true;
+            let k = [key.as_ref(), ts.as_ref()].concat();
+            self.add(cf.cf_id(), ValueType::Merge, &k, Some(value.as_ref()));
+        }
+    }
+
+    /// Records `key | ts` (`t`: a put or merge of `value`, or a deletion) in family `cf`,
+    /// whose timestamps have `size` bytes (`Db::put_with_ts` and the like).
     pub(crate) fn add_with_ts(
         &mut self,
         cf: ColumnFamilyId,
         size: usize,
+        t: ValueType,
         key: &[u8],
         ts: &[u8],
         value: Option<&[u8]>,
     ) {
-        if self.check_ts(
-            cf,
-            size,
-            ts,
-            if value.is_some() { "put_with_ts" } else { "delete_with_ts" },
-        ) {
+        let what = match t {
+            ValueType::Merge => "merge_with_ts",
+            ValueType::Deletion => "delete_with_ts",
+            _ => "put_with_ts",
+        };
+        if self.check_ts(cf, size, ts, what) {
+            self.has_merge |= t == ValueType::Merge;
             let k = [key, ts].concat();
-            let t = if value.is_some() { ValueType::Value } else { ValueType::Deletion };
             self.add(cf, t, &k, value);
         }
     }

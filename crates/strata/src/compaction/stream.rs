@@ -27,7 +27,8 @@
 //!   its own (`key || timestamp`, newest timestamp first); reads below the family's
 //!   `full_history_ts_low` are refused, so a version below it is dropped when a newer one of
 //!   the same key (also below it) is in its snapshot stripe or an older one: every read that
-//!   could see the older version sees that one first.
+//!   could see the older version sees that one first; a merge operand is not such a version
+//!   (reads apply it to the versions below it), so it hides nothing.
 //!   A deletion there is kept (a version of the key outside this compaction, written later
 //!   with an older timestamp, could otherwise come back).
 //!
@@ -103,16 +104,18 @@ struct Covered {
 
 impl Covered {
     /// Whether an entry of `stored_key` (`key || timestamp`) at `seq` is hidden below the low:
-    /// a version of the same key already seen (a newer timestamp, or the same one at a newer
-    /// sequence number) is in its stripe or an older one, so every read that could see this
-    /// entry (at a timestamp at or above the low) sees that version first. If not, it is the
-    /// version such reads see from its stripe on.
+    /// a whole version of the same key already seen (a newer timestamp, or the same one at a
+    /// newer sequence number) is in its stripe or an older one, so every read that could see
+    /// this entry (at a timestamp at or above the low) sees that version first. If not, and
+    /// the entry is a whole version (a value or a deletion, not a merge operand, which reads
+    /// apply to the versions under it), it is the version such reads see from its stripe on.
     fn hides(
         &mut self,
         h: &CollapsedHistory<'_>,
         snapshots: &[SeqNo],
         stored_key: &[u8],
         seq: SeqNo,
+        value_type: ValueType,
     ) -> bool {
         let Some((key, ts)) = h.timestamps.split(stored_key) else { return false };
         if h.timestamps.compare_ts(ts, h.low) != std::cmp::Ordering::Less {
@@ -127,7 +130,9 @@ impl Covered {
         match self.oldest_stripe {
             Some(o) if o <= s => true,
             _ => {
-                self.oldest_stripe = Some(s);
+                if value_type != ValueType::Merge {
+                    self.oldest_stripe = Some(s);
+                }
                 false
             }
         }
@@ -228,7 +233,7 @@ pub(crate) fn run_stream(
         })?;
         stats.input_entries += 1;
         if let Some(h) = &ctx.history {
-            if covered.hides(h, ctx.snapshots, p.user_key, p.seq) {
+            if covered.hides(h, ctx.snapshots, p.user_key, p.seq, p.value_type) {
                 input.next();
                 continue;
             }

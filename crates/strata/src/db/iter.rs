@@ -208,9 +208,21 @@ fn build_ts_iter(
             "prefix_same_as_start in a family with user-defined timestamps".into(),
         )));
     }
+    let start_ts = match ro.history_start(ts) {
+        Ok(t) => t.map(<[u8]>::to_vec),
+        Err(e) => return DbRawIterator::new(error_iter(e)),
+    };
+    if ro.tailing && start_ts.is_some() {
+        return DbRawIterator::new(error_iter(Error::NotSupported(
+            "a tailing iterator over a history (iter_start_ts)".into(),
+        )));
+    }
+    // A history starts where its oldest version is, the read where it reads; neither may be
+    // below what the family still keeps.
     if let Some(low) = source.full_history_ts_low.as_deref() {
-        if ts.compare_ts(&read_ts, low) == std::cmp::Ordering::Less {
-            return DbRawIterator::new(error_iter(below_history(&read_ts, low)));
+        let oldest = start_ts.as_deref().unwrap_or(&read_ts);
+        if ts.compare_ts(oldest, low) == std::cmp::Ordering::Less {
+            return DbRawIterator::new(error_iter(below_history(oldest, low)));
         }
     }
     let order = sv.version.order().clone();
@@ -227,6 +239,7 @@ fn build_ts_iter(
             timestamps: ts.clone(),
             order,
             read_ts,
+            start_ts,
             lower: ro.iterate_lower_bound.clone(),
             upper: ro.iterate_upper_bound.clone(),
             merge_operator: source.merge_operator.clone(),
@@ -402,8 +415,13 @@ pub(crate) trait RawCursor: Send {
     fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>);
     fn excludes(&self, ukey: &[u8]) -> bool;
     fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>>;
-    /// The order of the keys.
+    /// The order of the keys it yields.
     fn order(&self) -> &KeyOrder;
+    /// Whether its keys are versions' internal keys (a history over a family with timestamps,
+    /// `ReadOptions::set_iter_start_ts`), not user keys.
+    fn yields_versions(&self) -> bool {
+        false
+    }
     /// The user-defined timestamp of the current entry (empty in a family without them);
     /// `None` when not valid.
     fn timestamp(&self) -> Option<&[u8]>;
@@ -563,9 +581,14 @@ impl<D> DbRawIteratorWithThreadMode<'_, D> {
         on_cursor!(&self.it, c => c.merge_operator())
     }
 
-    /// The order of the keys it walks (its family's).
+    /// The order of the keys it yields (its family's, but over a family with timestamps).
     pub(crate) fn order(&self) -> &KeyOrder {
         on_cursor!(&self.it, c => c.order())
+    }
+
+    /// Whether its keys are versions' internal keys ([`RawCursor::yields_versions`]).
+    pub(crate) fn yields_versions(&self) -> bool {
+        on_cursor!(&self.it, c => c.yields_versions())
     }
 }
 
@@ -750,9 +773,10 @@ impl DbIterator {
         self.back_done = false;
         self.last_back = None;
         self.tail_last = None;
+        // A history's keys are versions: the front's own position bounds the back end there.
         self.limit = match mode {
-            IteratorMode::From(k, _) => Some(k.to_vec()),
-            IteratorMode::Start | IteratorMode::End => None,
+            IteratorMode::From(k, _) if !self.raw.yields_versions() => Some(k.to_vec()),
+            IteratorMode::From(..) | IteratorMode::Start | IteratorMode::End => None,
         };
         self.prefix =
             self.source.as_ref().and_then(IterSource::active_prefix_extractor).map(
@@ -800,9 +824,10 @@ impl DbIterator {
         true
     }
 
-    /// The order of the keys it walks.
+    /// The order of the keys it yields: the cursor's (over a family with timestamps, keys
+    /// without them or versions, not the family's order of stored keys).
     fn order(&self) -> &KeyOrder {
-        self.source.as_ref().map_or(&KeyOrder::Bytewise, |s| s.sv.version.order())
+        self.raw.order()
     }
 
     /// Whether the front end may yield `key` (it has not reached the back end's last key).

@@ -446,7 +446,13 @@ fn get_at_timestamp(
     opts: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
     let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
-    let ro = ReadOptions { iterate_lower_bound: None, iterate_upper_bound: None, ..opts.clone() };
+    // A point read ignores `iter_start_ts` (as RocksDB's), and bounds.
+    let ro = ReadOptions {
+        iterate_lower_bound: None,
+        iterate_upper_bound: None,
+        iter_start_ts: None,
+        ..opts.clone()
+    };
     let mut it = super::iter::new_raw_iter(inner, cfd, &ro);
     it.seek(key);
     it.status()?;

@@ -5,8 +5,10 @@
 //! timestamp newest first); reads name a timestamp and see each key's newest version at or
 //! below it (`db/read.rs`, `db/ts_iter.rs`). Every write to it names a timestamp of the
 //! family's size; a plain `put`, `delete` or `merge` is refused with `InvalidArgument`, and so
-//! is a timestamp named to a family without them (checked at the write, `db/write`). Merges
-//! and range deletions are not supported in such a family.
+//! is a timestamp named to a family without them (checked at the write, `db/write`). A merge
+//! at a timestamp (`merge_with_ts`) applies to the key's older versions, whatever their
+//! timestamps, as a read at its timestamp sees them. Range deletions are not supported in
+//! such a family.
 //!
 //! `full_history_ts_low`: reads at an older timestamp are refused (`InvalidArgument`, as
 //! RocksDB's). It only rises, and is recorded in the MANIFEST. Strata keeps every version
@@ -16,6 +18,7 @@ use super::Db;
 use crate::column_family::AsColumnFamilyRef;
 use crate::error::{Error, Result};
 use crate::options::{no_timestamps, WriteOptions};
+use crate::types::ValueType;
 use crate::version::edit::VersionEdit;
 use crate::write_batch::WriteBatch;
 
@@ -45,7 +48,7 @@ impl Db {
     {
         let size = self.default_timestamp_size();
         let mut b = WriteBatch::new();
-        b.add_with_ts(0, size, key.as_ref(), ts.as_ref(), Some(value.as_ref()));
+        b.add_with_ts(0, size, ValueType::Value, key.as_ref(), ts.as_ref(), Some(value.as_ref()));
         self.write_opt(b, opts)
     }
 
@@ -99,7 +102,7 @@ impl Db {
     ) -> Result<()> {
         let size = self.default_timestamp_size();
         let mut b = WriteBatch::new();
-        b.add_with_ts(0, size, key.as_ref(), ts.as_ref(), None);
+        b.add_with_ts(0, size, ValueType::Deletion, key.as_ref(), ts.as_ref(), None);
         self.write_opt(b, opts)
     }
 
@@ -124,6 +127,72 @@ impl Db {
         self.cfd(cf)?;
         let mut b = WriteBatch::new();
         b.delete_cf_with_ts(cf, key, ts);
+        self.write_opt(b, opts)
+    }
+
+    /// Merges operand `value` into `key` at timestamp `ts` in the `default` family (module
+    /// docs; the family needs a merge operator).
+    pub fn merge_with_ts<K, V, S>(&self, key: K, ts: S, value: V) -> Result<()>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+        S: AsRef<[u8]>,
+    {
+        self.merge_with_ts_opt(key, ts, value, &WriteOptions::default())
+    }
+
+    /// [`Db::merge_with_ts`] with write options.
+    pub fn merge_with_ts_opt<K, V, S>(
+        &self,
+        key: K,
+        ts: S,
+        value: V,
+        opts: &WriteOptions,
+    ) -> Result<()>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+        S: AsRef<[u8]>,
+    {
+        let size = self.default_timestamp_size();
+        let mut b = WriteBatch::new();
+        b.add_with_ts(0, size, ValueType::Merge, key.as_ref(), ts.as_ref(), Some(value.as_ref()));
+        self.write_opt(b, opts)
+    }
+
+    /// [`Db::merge_with_ts`] in family `cf`.
+    pub fn merge_cf_with_ts<K, V, S>(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        ts: S,
+        value: V,
+    ) -> Result<()>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+        S: AsRef<[u8]>,
+    {
+        self.merge_cf_with_ts_opt(cf, key, ts, value, &WriteOptions::default())
+    }
+
+    /// [`Db::merge_cf_with_ts`] with write options.
+    pub fn merge_cf_with_ts_opt<K, V, S>(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        ts: S,
+        value: V,
+        opts: &WriteOptions,
+    ) -> Result<()>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+        S: AsRef<[u8]>,
+    {
+        self.cfd(cf)?;
+        let mut b = WriteBatch::new();
+        b.merge_cf_with_ts(cf, key, ts, value);
         self.write_opt(b, opts)
     }
 

@@ -10,9 +10,19 @@
 //! does. Bounds and positions name keys without timestamps, compared with the family's
 //! order of keys without them.
 //!
-//! A family with timestamps holds puts and deletions only (merges and range deletions are
-//! refused at the write: `db/write`), so there is nothing to resolve across entries.
+//! A version that is a merge operand reads as the operator's merge of it and the key's older
+//! visible entries down to the first value (the base) or deletion (none), across timestamps
+//! (`TsCursor::merge_down`), as a point read at its timestamp would see it.
+//!
+//! **History** (`ReadOptions::set_iter_start_ts`, RocksDB's `iter_start_ts`): the cursor
+//! returns every version whose timestamp lies between the start and the read timestamp, each
+//! version (`key | timestamp`) once as its newest write at the read's sequence number,
+//! deletions included (with an empty value); a key's versions come newest timestamp first
+//! going forward. As in RocksDB, `key()` is then the version's internal key (`key |
+//! timestamp | trailer`, the trailer as in `docs/format/sstable.md`), which names its
+//! timestamp, sequence number and type; `timestamp()` is its timestamp.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::iter::RawCursor;
@@ -24,9 +34,10 @@ use crate::key::{make_internal_key, parse_internal_key};
 use crate::merge_operator::MergeOperator;
 use crate::types::{SeqNo, ValueType};
 
-/// One entry of the internal iterator, split: key without timestamp, timestamp, sequence
-/// number and type.
+/// One entry of the internal iterator, split: stored key (`key | timestamp`), key without
+/// timestamp, timestamp, sequence number and type.
 struct Entry<'a> {
+    stored: &'a [u8],
     key: &'a [u8],
     ts: &'a [u8],
     seq: SeqNo,
@@ -39,22 +50,26 @@ pub(crate) struct TsCursor {
     _sv: Arc<SuperVersion>,
     sequence: SeqNo,
     timestamps: Arc<UserTimestamps>,
+    /// The order of the keys it yields (`RawCursor::order`).
     order: KeyOrder,
     read_ts: Vec<u8>,
+    /// Set for a history cursor: the oldest timestamp it returns versions of (module docs).
+    start_ts: Option<Vec<u8>>,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     merge_operator: Option<Arc<dyn MergeOperator>>,
     /// Reads values kept in blob files (read as the cursor lands on them).
     blobs: Arc<dyn crate::iterator::BlobFetch>,
     valid: bool,
-    /// The current key (without timestamp), value and timestamp.
+    /// The current key (without timestamp; a history cursor's: the internal key), value and
+    /// timestamp.
     key: Vec<u8>,
     value: Vec<u8>,
     ts: Vec<u8>,
     error: Option<Error>,
     steps: u64,
-    /// Whether `inner` sits at the current key's deciding entry (after a forward move) or
-    /// before the current key's entries (after a backward one).
+    /// Whether `inner` sits at the current entry's deciding entry (after a forward move) or
+    /// before the current group's entries (after a backward one).
     forward: bool,
 }
 
@@ -66,25 +81,53 @@ pub(crate) struct TsCursorParts {
     pub timestamps: Arc<UserTimestamps>,
     pub order: KeyOrder,
     pub read_ts: Vec<u8>,
+    pub start_ts: Option<Vec<u8>>,
     pub lower: Option<Vec<u8>>,
     pub upper: Option<Vec<u8>>,
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     pub blobs: Arc<dyn crate::iterator::BlobFetch>,
 }
 
-/// The entry deciding a key when moving backward: its type, timestamp, value, and stored key
-/// (`key || timestamp`, which a blob's record holds).
+/// The entry deciding a group when moving backward: its type, timestamp, value and internal
+/// key (a blob's record holds the stored key; a history cursor returns the internal key).
 type Deciding = (ValueType, Vec<u8>, Vec<u8>, Vec<u8>);
+
+/// What one entry of a merge's walk down a key adds.
+enum Below {
+    Operand(Vec<u8>),
+    Base(Option<Vec<u8>>),
+    Skip,
+    End,
+}
 
 impl TsCursor {
     pub(crate) fn new(p: TsCursorParts) -> TsCursor {
+        // The order of the keys the cursor yields: keys without timestamps, or a history's
+        // internal keys (the family's order of stored keys, then newest write first).
+        let order = match p.start_ts {
+            Some(_) => {
+                let family = p.order;
+                KeyOrder::custom(
+                    format!("{}#versions", family.name()),
+                    Box::new(move |a: &[u8], b: &[u8]| family.compare_internal(a, b)),
+                )
+            }
+            None => {
+                let t = p.timestamps.clone();
+                KeyOrder::custom(
+                    format!("{}#keys", p.order.name()),
+                    Box::new(move |a: &[u8], b: &[u8]| t.compare_keys(a, b)),
+                )
+            }
+        };
         TsCursor {
             inner: p.inner,
             _sv: p.sv,
             sequence: p.sequence,
             timestamps: p.timestamps,
-            order: p.order,
+            order,
             read_ts: p.read_ts,
+            start_ts: p.start_ts,
             lower: p.lower,
             upper: p.upper,
             merge_operator: p.merge_operator,
@@ -106,6 +149,10 @@ impl TsCursor {
         }
     }
 
+    fn history(&self) -> bool {
+        self.start_ts.is_some()
+    }
+
     /// The inner iterator's entry, split; `Err` for a key too short for its parts.
     fn entry(&self) -> Result<Entry<'_>> {
         let k = self.inner.key();
@@ -123,22 +170,43 @@ impl TsCursor {
                 ),
             )
         })?;
-        Ok(Entry { key, ts, seq: p.seq, value_type: p.value_type })
+        Ok(Entry { stored: p.user_key, key, ts, seq: p.seq, value_type: p.value_type })
+    }
+
+    /// What the cursor returns once: a key (its versions decided together), or for a history
+    /// cursor a version (`key | timestamp`).
+    fn group<'e>(&self, e: &Entry<'e>) -> &'e [u8] {
+        if self.history() {
+            e.stored
+        } else {
+            e.key
+        }
+    }
+
+    /// The group of the current entry (`key`'s field).
+    fn current_group(&self) -> Vec<u8> {
+        if self.history() {
+            crate::key::user_key(&self.key).to_vec()
+        } else {
+            self.key.clone()
+        }
     }
 
     fn visible(&self, e: &Entry<'_>) -> bool {
+        let t = &self.timestamps;
         e.seq <= self.sequence
-            && self.timestamps.compare_ts(e.ts, &self.read_ts) != std::cmp::Ordering::Greater
+            && t.compare_ts(e.ts, &self.read_ts) != Ordering::Greater
+            && self.start_ts.as_deref().is_none_or(|s| t.compare_ts(e.ts, s) != Ordering::Less)
     }
 
     fn before_lower(&self, key: &[u8]) -> bool {
         let t = &self.timestamps;
-        self.lower.as_deref().is_some_and(|l| t.compare_keys(key, l) == std::cmp::Ordering::Less)
+        self.lower.as_deref().is_some_and(|l| t.compare_keys(key, l) == Ordering::Less)
     }
 
     fn past_upper(&self, key: &[u8]) -> bool {
         let t = &self.timestamps;
-        self.upper.as_deref().is_some_and(|u| t.compare_keys(key, u) != std::cmp::Ordering::Less)
+        self.upper.as_deref().is_some_and(|u| t.compare_keys(key, u) != Ordering::Less)
     }
 
     /// The internal key a seek to `key` (without timestamp) at the read timestamp lands on.
@@ -154,8 +222,82 @@ impl TsCursor {
         }
     }
 
-    /// Settles forward from the inner position on the first key (not `skip`) whose deciding
-    /// version is a value.
+    /// The user's value of the entry under the inner iterator, of type `t` (a value, a blob
+    /// index or an entity).
+    fn stored_value(&self, t: ValueType) -> Result<Vec<u8>> {
+        match t {
+            ValueType::BlobIndex => {
+                let stored_key = crate::key::user_key(self.inner.key());
+                self.blobs.fetch(stored_key, self.inner.value())
+            }
+            // Families with timestamps refuse entities; an ingested one reads as its default
+            // column.
+            ValueType::Entity => {
+                crate::wide_columns::default_value(self.inner.value()).map(<[u8]>::to_vec)
+            }
+            _ => Ok(self.inner.value().to_vec()),
+        }
+    }
+
+    /// The merge of the operand under the inner iterator (an entry of `key`) with the key's
+    /// older visible entries down to a base value or a deletion (module docs). Leaves the
+    /// inner iterator anywhere after the operand.
+    fn merge_down(&mut self, key: &[u8]) -> Result<Vec<u8>> {
+        let Some(op) = self.merge_operator.clone() else {
+            return Err(Error::InvalidArgument(format!(
+                "key {:?} holds merge operands but no merge operator is configured",
+                String::from_utf8_lossy(key)
+            )));
+        };
+        // Newest first.
+        let mut operands = vec![self.inner.value().to_vec()];
+        let mut base = None;
+        self.inner.next();
+        while self.inner.valid() {
+            self.steps += 1;
+            let below = {
+                let e = self.entry()?;
+                if e.key != key {
+                    Below::End
+                } else if e.seq > self.sequence {
+                    Below::Skip
+                } else {
+                    match e.value_type {
+                        ValueType::Merge => Below::Operand(self.inner.value().to_vec()),
+                        ValueType::Deletion | ValueType::SingleDeletion => Below::Base(None),
+                        ValueType::RangeDeletion => return Err(range_deletion(key)),
+                        t => Below::Base(Some(self.stored_value(t)?)),
+                    }
+                }
+            };
+            match below {
+                Below::End => break,
+                Below::Skip => {}
+                Below::Operand(v) => operands.push(v),
+                Below::Base(b) => {
+                    base = b;
+                    break;
+                }
+            }
+            self.inner.next();
+        }
+        self.inner.status()?;
+        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
+        op.full_merge(key, base.as_deref(), &oldest_first).ok_or_else(|| {
+            Error::corruption(
+                "",
+                0,
+                format!(
+                    "Merge operator failed: {} on key {:?}",
+                    op.name(),
+                    String::from_utf8_lossy(key)
+                ),
+            )
+        })
+    }
+
+    /// Settles forward from the inner position on the first group (not `skip`) whose deciding
+    /// version is a value (for a history cursor, any version).
     fn settle_forward(&mut self, mut skip: Option<Vec<u8>>) {
         self.valid = false;
         self.forward = true;
@@ -164,7 +306,7 @@ impl TsCursor {
             // What the entry decides, copied out of the iterator.
             let step = match self.entry() {
                 Err(err) => Err(err),
-                Ok(e) if skip.as_deref() == Some(e.key) || !self.visible(&e) => Ok(None),
+                Ok(e) if skip.as_deref() == Some(self.group(&e)) || !self.visible(&e) => Ok(None),
                 Ok(e) => Ok(Some((e.value_type, e.key.to_vec(), e.ts.to_vec()))),
             };
             let (value_type, key, ts) = match step {
@@ -178,134 +320,148 @@ impl TsCursor {
             if self.past_upper(&key) {
                 return;
             }
-            match value_type {
+            let value = match value_type {
                 ValueType::Value | ValueType::BlobIndex | ValueType::Entity => {
-                    self.value = if value_type == ValueType::BlobIndex {
-                        let stored_key = crate::key::user_key(self.inner.key());
-                        match self.blobs.fetch(stored_key, self.inner.value()) {
-                            Ok(v) => v,
-                            Err(e) => return self.fail(e),
-                        }
-                    } else if value_type == ValueType::Entity {
-                        // Families with timestamps refuse entities; an ingested one reads
-                        // as its default column.
-                        match crate::wide_columns::default_value(self.inner.value()) {
-                            Ok(v) => v.to_vec(),
-                            Err(e) => return self.fail(e),
-                        }
-                    } else {
-                        self.inner.value().to_vec()
-                    };
-                    self.key = key;
-                    self.ts = ts;
-                    self.valid = true;
-                    return;
+                    self.stored_value(value_type)
                 }
+                ValueType::Deletion | ValueType::SingleDeletion if self.history() => Ok(Vec::new()),
                 ValueType::Deletion | ValueType::SingleDeletion => {
                     skip = Some(key);
                     self.inner.next();
+                    continue;
                 }
-                ValueType::Merge | ValueType::RangeDeletion => {
-                    let k = String::from_utf8_lossy(&key).into_owned();
-                    return self.fail(Error::NotSupported(format!(
-                        "key {k:?}: a merge or range deletion in a family with user-defined \
-                         timestamps"
-                    )));
+                ValueType::Merge => {
+                    // The walk leaves the deciding entry: come back to it, where the next
+                    // move starts.
+                    let ikey = self.inner.key().to_vec();
+                    let merged = self.merge_down(&key);
+                    self.inner.seek(&ikey);
+                    merged
                 }
+                ValueType::RangeDeletion => Err(range_deletion(&key)),
+            };
+            match value {
+                Ok(v) => self.value = v,
+                Err(e) => return self.fail(e),
             }
+            self.key = if self.history() { self.inner.key().to_vec() } else { key };
+            self.ts = ts;
+            self.valid = true;
+            return;
         }
         self.check_inner();
     }
 
-    /// Settles backward from the inner position (the last entry of some key, or before it)
-    /// on the last key whose deciding version is a value.
+    /// Settles backward from the inner position (the last entry of some group, or before it)
+    /// on the last group whose deciding version is a value (for a history cursor, any).
     fn settle_backward(&mut self) {
         self.valid = false;
         self.forward = false;
         while self.inner.valid() {
-            let group = match self.entry() {
-                Ok(e) => e.key.to_vec(),
+            let (group, key) = match self.entry() {
+                Ok(e) => (self.group(&e).to_vec(), e.key.to_vec()),
                 Err(err) => return self.fail(err),
             };
-            if self.before_lower(&group) {
+            if self.before_lower(&key) {
                 return;
             }
-            // The key's entries, oldest first: the last visible one met decides (with its
-            // stored key, which a blob's record holds).
+            // The group's entries, oldest first: the last visible one met decides.
             let mut deciding: Option<Deciding> = None;
             while self.inner.valid() {
                 self.steps += 1;
                 let step = match self.entry() {
                     Err(err) => Err(err),
-                    Ok(e) if e.key != group.as_slice() => Ok(None),
+                    Ok(e) if self.group(&e) != group.as_slice() => Ok(None),
                     Ok(e) => Ok(Some(self.visible(&e).then(|| (e.value_type, e.ts.to_vec())))),
                 };
                 match step {
                     Err(err) => return self.fail(err),
                     Ok(None) => break,
                     Ok(Some(Some((t, ts)))) => {
-                        let stored_key = crate::key::user_key(self.inner.key()).to_vec();
-                        deciding = Some((t, ts, self.inner.value().to_vec(), stored_key));
+                        let ikey = self.inner.key().to_vec();
+                        deciding = Some((t, ts, self.inner.value().to_vec(), ikey));
                     }
                     Ok(Some(None)) => {}
                 }
                 self.inner.prev();
             }
-            if self.past_upper(&group) {
+            if self.past_upper(&key) {
                 continue;
             }
-            match deciding {
-                Some((t @ (ValueType::Value | ValueType::BlobIndex), ts, value, stored_key)) => {
-                    self.value = if t == ValueType::BlobIndex {
-                        match self.blobs.fetch(&stored_key, &value) {
-                            Ok(v) => v,
-                            Err(e) => return self.fail(e),
-                        }
-                    } else {
-                        value
-                    };
-                    self.key = group;
-                    self.ts = ts;
-                    self.valid = true;
-                    return;
+            let Some((t, ts, value, ikey)) = deciding else { continue };
+            let value = match t {
+                ValueType::Value => Ok(value),
+                ValueType::BlobIndex => self.blobs.fetch(crate::key::user_key(&ikey), &value),
+                ValueType::Entity => crate::wide_columns::default_value(&value).map(<[u8]>::to_vec),
+                ValueType::Deletion | ValueType::SingleDeletion if self.history() => Ok(Vec::new()),
+                ValueType::Deletion | ValueType::SingleDeletion => continue,
+                ValueType::Merge => {
+                    // Walk down from the operand, then return before the group.
+                    self.inner.seek(&ikey);
+                    let merged = self.merge_down(&key);
+                    self.inner.seek(&ikey);
+                    self.back_before(&group);
+                    merged
                 }
-                Some((ValueType::Merge | ValueType::RangeDeletion, ..)) => {
-                    let k = String::from_utf8_lossy(&group).into_owned();
-                    return self.fail(Error::NotSupported(format!(
-                        "key {k:?}: a merge or range deletion in a family with user-defined \
-                         timestamps"
-                    )));
-                }
-                _ => {}
+                ValueType::RangeDeletion => Err(range_deletion(&key)),
+            };
+            match value {
+                Ok(v) => self.value = v,
+                Err(e) => return self.fail(e),
             }
+            self.key = if self.history() { ikey } else { key };
+            self.ts = ts;
+            self.valid = true;
+            return;
         }
         self.check_inner();
     }
 
-    /// Moves the inner iterator past the last entry of `key` (onto the next key's first).
-    fn skip_past(&mut self, key: &[u8]) {
-        let target = self.seek_key(key);
+    /// Whether the entry `e` belongs to `group`, a key without timestamp (`by_version`
+    /// false) or a version (`key | timestamp`).
+    fn in_group(e: &Entry<'_>, group: &[u8], by_version: bool) -> bool {
+        (if by_version { e.stored } else { e.key }) == group
+    }
+
+    /// Moves the inner iterator past the last entry of `group` (onto the next one's first):
+    /// a key without timestamp, or a version when `by_version`.
+    fn skip_past(&mut self, group: &[u8], by_version: bool) {
+        let target = if by_version {
+            make_internal_key(group, SeqNo::MAX, ValueType::FOR_SEEK)
+        } else {
+            self.seek_key(group)
+        };
         self.inner.seek(&target);
         while self.inner.valid() {
             match self.entry() {
-                Ok(e) if e.key == key => self.inner.next(),
+                Ok(e) if Self::in_group(&e, group, by_version) => self.inner.next(),
                 Ok(_) => return,
                 Err(err) => return self.fail(err),
             }
         }
     }
 
-    /// Moves the inner iterator before the first entry of `key` (onto the previous key's
-    /// last), from an entry of `key`.
-    fn back_before(&mut self, key: &[u8]) {
+    /// Moves the inner iterator before the first entry of `group` (onto the previous one's
+    /// last), from an entry of it; `group` is the cursor's kind of group.
+    fn back_before(&mut self, group: &[u8]) {
+        let by_version = self.history();
         while self.inner.valid() {
             match self.entry() {
-                Ok(e) if e.key == key => self.inner.prev(),
+                Ok(e) if Self::in_group(&e, group, by_version) => self.inner.prev(),
                 Ok(_) => return,
                 Err(err) => return self.fail(err),
             }
         }
     }
+}
+
+/// `NotSupported` for a range deletion met in a family with timestamps (refused at the
+/// write; one can only come from an ingested file).
+fn range_deletion(key: &[u8]) -> Error {
+    Error::NotSupported(format!(
+        "key {:?}: a range deletion in a family with user-defined timestamps",
+        String::from_utf8_lossy(key)
+    ))
 }
 
 impl RawCursor for TsCursor {
@@ -350,9 +506,7 @@ impl RawCursor for TsCursor {
     fn seek(&mut self, target: &[u8]) {
         self.error = None;
         let t = match &self.lower {
-            Some(l) if self.timestamps.compare_keys(target, l) == std::cmp::Ordering::Less => {
-                l.clone()
-            }
+            Some(l) if self.timestamps.compare_keys(target, l) == Ordering::Less => l.clone(),
             _ => target.to_vec(),
         };
         let k = self.seek_key(&t);
@@ -365,7 +519,7 @@ impl RawCursor for TsCursor {
         if self.past_upper(target) {
             return self.seek_to_last();
         }
-        self.skip_past(target);
+        self.skip_past(target, false);
         if self.error.is_some() {
             return;
         }
@@ -382,19 +536,19 @@ impl RawCursor for TsCursor {
     }
 
     fn next(&mut self) {
-        let key = std::mem::take(&mut self.key);
+        let group = self.current_group();
         if self.forward {
             self.inner.next();
         } else {
-            self.skip_past(&key);
+            self.skip_past(&group, self.history());
         }
-        self.settle_forward(Some(key));
+        self.settle_forward(Some(group));
     }
 
     fn prev(&mut self) {
-        let key = std::mem::take(&mut self.key);
+        let group = self.current_group();
         if self.forward {
-            self.back_before(&key);
+            self.back_before(&group);
         }
         self.settle_backward();
     }
@@ -436,5 +590,9 @@ impl RawCursor for TsCursor {
 
     fn order(&self) -> &KeyOrder {
         &self.order
+    }
+
+    fn yields_versions(&self) -> bool {
+        self.history()
     }
 }

@@ -128,14 +128,17 @@ impl ReadOptions {
         self.timestamp = Some(ts.into());
     }
 
-    /// Iterates versions from timestamp `ts` on: refused at the read (`NotSupported`).
+    /// Makes an iterator over a family with timestamps return every version whose timestamp
+    /// lies from `ts` to the read timestamp, deletions included, its `key()` being the
+    /// version's internal key (RocksDB's `iter_start_ts`; `db/ts_iter.rs`). Point reads
+    /// ignore it.
     pub fn set_iter_start_ts<S: Into<Vec<u8>>>(&mut self, ts: S) {
         self.iter_start_ts = Some(ts.into());
     }
 
     /// The timestamp a read of a family with `timestamps` (`None`: without) is at:
     /// `InvalidArgument` for a timestamp named to a family without them, a family with them
-    /// read without one, or one of the wrong size; `NotSupported` for `iter_start_ts`.
+    /// read without one, or one of the wrong size.
     pub(crate) fn read_timestamp(
         &self,
         timestamps: Option<&UserTimestamps>,
@@ -149,13 +152,6 @@ impl ReadOptions {
             }
             return Ok(None);
         };
-        if self.iter_start_ts.is_some() {
-            return Err(Error::NotSupported(
-                "iter_start_ts: iterators return the newest version of each key at the read \
-                 timestamp"
-                    .into(),
-            ));
-        }
         let Some(ts) = self.timestamp.as_deref() else {
             return Err(Error::InvalidArgument(
                 "the column family has user-defined timestamps: a read needs \
@@ -171,6 +167,19 @@ impl ReadOptions {
             )));
         }
         Ok(Some(ts))
+    }
+
+    /// The oldest timestamp a history iterator over a family with `timestamps` returns
+    /// (`set_iter_start_ts`; `None`: not one): `InvalidArgument` for one of the wrong size.
+    pub(crate) fn history_start(&self, timestamps: &UserTimestamps) -> Result<Option<&[u8]>> {
+        match self.iter_start_ts.as_deref() {
+            Some(ts) if ts.len() != timestamps.size() => Err(Error::InvalidArgument(format!(
+                "iter_start_ts of {} bytes: the column family's timestamps have {}",
+                ts.len(),
+                timestamps.size()
+            ))),
+            t => Ok(t),
+        }
     }
 }
 

@@ -1,9 +1,10 @@
 //! User-defined timestamps (`Options::set_comparator_with_ts`, `db/timestamps.rs`): writes
 //! name a timestamp, reads see each key's newest version at or below theirs, deletions hide
 //! older versions only from reads at or above them; the family's `full_history_ts_low`
-//! refuses older reads and survives a reopen; misuse is refused clearly. A randomized run
-//! checks reads at random timestamps, scans both ways and bounds against a model, through
-//! flushes, compactions and reopens.
+//! refuses older reads and survives a reopen; misuse is refused clearly; merges at a
+//! timestamp apply to the older versions; a history iterator (`set_iter_start_ts`) returns
+//! every version in its range. A randomized run checks reads at random timestamps, scans both
+//! ways, bounds and histories against a model, through flushes, compactions and reopens.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -137,9 +138,21 @@ fn misuse_is_refused_clearly() {
     let mut ro = ReadOptions::default();
     ro.set_timestamp([0u8; 3]);
     assert!(matches!(db.get_opt("k", &ro), Err(Error::InvalidArgument(_))));
+    // A point read ignores iter_start_ts (as RocksDB's); an iterator checks its size.
+    db.put_with_ts("k", ts(2), "v2").unwrap();
     let mut ro = at(5);
     ro.set_iter_start_ts(ts(1));
-    assert!(matches!(db.get_opt("k", &ro), Err(Error::NotSupported(_))));
+    assert_eq!(db.get_opt("k", &ro).unwrap().as_deref(), Some(&b"v2"[..]));
+    ro.set_iter_start_ts([1u8; 3]);
+    let mut it = db.raw_iterator_opt(ro);
+    it.seek_to_first();
+    let e = it.status().unwrap_err();
+    assert!(e.to_string().contains("iter_start_ts of 3 bytes"), "{e}");
+    // Merges need a merge operator; named without a timestamp they are refused.
+    let e = db.merge_with_ts("k", ts(3), "m").unwrap_err();
+    assert!(e.to_string().contains("merge operator"), "{e}");
+    let e = db.merge_with_ts("k", [0u8; 2], "m").unwrap_err();
+    assert!(e.to_string().contains("2-byte timestamp"), "{e}");
     // Wide-column entities have no timestamps: refused, as RocksDB refuses them there.
     assert!(matches!(db.put_entity("k", &[("", "v")]), Err(Error::InvalidArgument(_))));
     let default = db.cf_handle("default").unwrap();
@@ -178,6 +191,100 @@ fn misuse_is_refused_clearly() {
     o.set_comparator("test.u64ts", Box::new(|a: &[u8], b: &[u8]| a.cmp(b)));
     let e = Db::open_cf(&o, "/db", ["plain"]).unwrap_err();
     assert!(e.to_string().contains("test.u64ts#ts8"), "{e}");
+}
+
+#[test]
+fn merges_at_a_timestamp_apply_to_the_versions_below_them() {
+    let fs = MemFs::new();
+    let mut o = opts(&fs);
+    o.merge_operator = strata::merge_operator::builtin_merge_operator("stringappend");
+    let db = Db::open(&o, "/db").unwrap();
+    let cf = db.cf_handle("default").unwrap();
+    db.put_with_ts("k", ts(1), "a").unwrap();
+    db.merge_with_ts("k", ts(3), "b").unwrap();
+    let mut b = WriteBatch::default();
+    b.merge_cf_with_ts(&cf, "k", ts(5), "c");
+    db.write(b).unwrap();
+    db.delete_with_ts("k", ts(7)).unwrap();
+    db.merge_cf_with_ts(&cf, "k", ts(9), "d").unwrap();
+    db.put_with_ts("z", ts(2), "z").unwrap();
+    let reads = [None, Some("a"), Some("a"), Some("a,b"), Some("a,b"), Some("a,b,c")];
+    let check = |when: &str| {
+        for (t, want) in reads.iter().enumerate().chain([(7, &None), (8, &None), (9, &Some("d"))]) {
+            let got = db.get_opt("k", &at(t as u64)).unwrap();
+            assert_eq!(got.as_deref(), want.map(str::as_bytes), "{when}: k at {t}");
+        }
+        let want = vec![(b"k".to_vec(), b"a,b,c".to_vec(), 5), (b"z".to_vec(), b"z".to_vec(), 2)];
+        assert_eq!(scan(&db, at(6), true), want, "{when}: forward at 6");
+        assert_eq!(scan(&db, at(6), false), want, "{when}: backward at 6");
+        let want: History = vec![
+            (b"k".to_vec(), 9, b"d".to_vec(), false),
+            (b"k".to_vec(), 7, Vec::new(), true),
+            (b"k".to_vec(), 5, b"a,b,c".to_vec(), false),
+            (b"k".to_vec(), 3, b"a,b".to_vec(), false),
+            (b"k".to_vec(), 1, b"a".to_vec(), false),
+            (b"z".to_vec(), 2, b"z".to_vec(), false),
+        ];
+        assert_eq!(history(&db, history_ro(1, 9), true), want, "{when}: history");
+        assert_eq!(history(&db, history_ro(1, 9), false), want, "{when}: history back");
+        assert_eq!(history(&db, history_ro(3, 6), true), want[2..4].to_vec(), "{when}: 3..=6");
+    };
+    check("memtable");
+    db.flush().unwrap();
+    check("table");
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    check("compacted");
+    // Regression: the merge at 5, below the low, hid the versions under it from compaction,
+    // which then dropped them (a read at 6 gave "c").
+    db.increase_full_history_ts_low(&cf, ts(6)).unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get_opt("k", &at(6)).unwrap().as_deref(), Some(&b"a,b,c"[..]));
+    assert_eq!(table_entries(&db), 6, "every version of k stays under the merge at 5");
+    // A put below the low covers what is under it.
+    db.put_with_ts("k", ts(5), "p").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    assert_eq!(db.get_opt("k", &at(6)).unwrap().as_deref(), Some(&b"p"[..]));
+    assert_eq!(table_entries(&db), 4, "k at 9, 7 and 5 (the put), z at 2");
+    assert_eq!(db.get_opt("k", &at(9)).unwrap().as_deref(), Some(&b"d"[..]));
+}
+
+/// Regression: a double-ended iterator over a family with timestamps compared its two ends'
+/// keys (without timestamps) in the family's order of stored keys, whose function (this
+/// test's, as the crate's) cuts a timestamp off each key: a one-byte key panicked.
+#[test]
+fn double_ended_iterators_meet_over_keys_and_over_versions() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    for k in ["a", "b", "c", "d"] {
+        db.put_with_ts(k, ts(1), format!("{k}1")).unwrap();
+        db.put_with_ts(k, ts(3), format!("{k}3")).unwrap();
+    }
+    type Item = Option<strata::Result<(Box<[u8]>, Box<[u8]>)>>;
+    let value = |r: Item| r.map(|r| String::from_utf8(r.unwrap().1.to_vec()).unwrap());
+    let mut it = db.iterator_opt(IteratorMode::Start, at(2));
+    assert_eq!(value(it.next()).as_deref(), Some("a1"));
+    assert_eq!(value(it.next_back()).as_deref(), Some("d1"));
+    assert_eq!(value(it.next()).as_deref(), Some("b1"));
+    assert_eq!(value(it.next_back()).as_deref(), Some("c1"));
+    assert_eq!(value(it.next()), None);
+    assert_eq!(value(it.next_back()), None);
+    // A history from "b": its versions from both ends, each once.
+    let mut it =
+        db.iterator_opt(IteratorMode::From(b"b", strata::Direction::Forward), history_ro(1, 3));
+    let mut got = Vec::new();
+    for i in 0.. {
+        let v = if i % 2 == 0 { value(it.next()) } else { value(it.next_back()) };
+        match v {
+            Some(v) => got.push(v),
+            None => break,
+        }
+    }
+    assert_eq!(got, ["b3", "d1", "b1", "d3", "c3", "c1"]);
+    let mut ro = history_ro(1, 3);
+    ro.tailing = true;
+    let e = db.iterator_opt(IteratorMode::Start, ro).next().unwrap().unwrap_err();
+    assert!(matches!(e, Error::NotSupported(_)), "{e}");
 }
 
 #[test]
@@ -241,16 +348,102 @@ fn external_files_and_families_with_timestamps() {
     assert_eq!(db.get("plain").unwrap().as_deref(), Some(&b"p"[..]));
 }
 
-/// Each key's versions: (timestamp, value or deletion), ascending by timestamp.
-type Model = BTreeMap<Vec<u8>, BTreeMap<u64, Option<Vec<u8>>>>;
+/// One write of a version.
+#[derive(Clone, Debug)]
+enum W {
+    Put(Vec<u8>),
+    Del,
+    Merge(Vec<u8>),
+}
+
+/// Each key's versions: timestamp -> its writes, oldest first; ascending by timestamp.
+type Model = BTreeMap<Vec<u8>, BTreeMap<u64, Vec<W>>>;
+
+/// What a read sees down `writes` (newest first): the `stringappend` merge of the operands
+/// met before a put (the base) or a deletion; `None` when that is a deletion or nothing.
+fn resolve<'a>(mut writes: impl Iterator<Item = &'a W>) -> Option<Vec<u8>> {
+    let mut operands = Vec::new(); // newest first
+    let base = loop {
+        match writes.next() {
+            Some(W::Put(v)) => break Some(v.as_slice()),
+            Some(W::Merge(v)) => operands.push(v.as_slice()),
+            Some(W::Del) | None => break None,
+        }
+    };
+    if operands.is_empty() {
+        return base.map(<[u8]>::to_vec);
+    }
+    let parts: Vec<&[u8]> = base.into_iter().chain(operands.into_iter().rev()).collect();
+    Some(parts.join(&b","[..]))
+}
+
+/// A key's writes at timestamps at or below `t`, newest first.
+fn down_from(versions: &BTreeMap<u64, Vec<W>>, t: u64) -> impl Iterator<Item = &W> {
+    versions.range(..=t).rev().flat_map(|(_, writes)| writes.iter().rev())
+}
 
 fn model_at(m: &Model, t: u64) -> Vec<(Vec<u8>, Vec<u8>, u64)> {
     m.iter()
         .filter_map(|(k, versions)| {
-            let (&vt, v) = versions.range(..=t).next_back()?;
-            v.as_ref().map(|v| (k.clone(), v.clone(), vt))
+            let (&vt, _) = versions.range(..=t).next_back()?;
+            resolve(down_from(versions, vt)).map(|v| (k.clone(), v, vt))
         })
         .collect()
+}
+
+/// A history from `start` to `t`: every version (key, timestamp, value, deleted) in range,
+/// newest timestamp first per key.
+type History = Vec<(Vec<u8>, u64, Vec<u8>, bool)>;
+
+fn model_history(m: &Model, start: u64, t: u64) -> History {
+    let mut out = Vec::new();
+    for (k, versions) in m {
+        for (&vt, writes) in versions.range(start..=t).rev() {
+            match writes.last() {
+                Some(W::Del) => out.push((k.clone(), vt, Vec::new(), true)),
+                _ => {
+                    let v = resolve(down_from(versions, vt)).expect("a put or merge reads");
+                    out.push((k.clone(), vt, v, false));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The versions a history iterator returns, each parsed from its internal key (`key | ts |
+/// trailer`, the type in the trailer's low byte: 0 a deletion).
+fn history(db: &Db, ro: ReadOptions, forward: bool) -> History {
+    let mut it = db.raw_iterator_opt(ro);
+    let mut out = Vec::new();
+    if forward {
+        it.seek_to_first();
+    } else {
+        it.seek_to_last();
+    }
+    while let (Some(ikey), Some(v), Some(t)) = (it.key(), it.value(), it.timestamp()) {
+        let (stored, trailer) = ikey.split_at(ikey.len() - 8);
+        let (k, kt) = stored.split_at(stored.len() - TS);
+        assert_eq!(kt, t, "the internal key names the version's timestamp");
+        let deleted = trailer[0] == 0; // little-endian: the type first
+        out.push((k.to_vec(), ts_of(t), v.to_vec(), deleted));
+        if forward {
+            it.next();
+        } else {
+            it.prev();
+        }
+    }
+    it.status().unwrap();
+    if !forward {
+        out.reverse();
+    }
+    out
+}
+
+fn history_ro(start: u64, t: u64) -> ReadOptions {
+    let mut ro = at(t);
+    ro.set_iter_start_ts(ts(start));
+    ro
 }
 
 fn scan(db: &Db, ro: ReadOptions, forward: bool) -> Vec<(Vec<u8>, Vec<u8>, u64)> {
@@ -280,7 +473,8 @@ fn scan(db: &Db, ro: ReadOptions, forward: bool) -> Vec<(Vec<u8>, Vec<u8>, u64)>
 fn random_versions_read_at_random_timestamps_match_a_model() {
     let mut rng = StdRng::seed_from_u64(11);
     let fs = MemFs::new();
-    let o = opts(&fs);
+    let mut o = opts(&fs);
+    o.merge_operator = strata::merge_operator::builtin_merge_operator("stringappend");
     let mut db = Db::open(&o, "/db").unwrap();
     let mut model = Model::new();
     let (mut now, mut low) = (1u64, 0u64);
@@ -293,14 +487,19 @@ fn random_versions_read_at_random_timestamps_match_a_model() {
         // write: no read at or above the low may see it unless it is the key's newest there).
         let wt = if rng.gen_bool(0.1) { rng.gen_range(1..=now) } else { now };
         match rng.gen_range(0..100) {
-            0..=64 => {
+            0..=54 => {
                 let v = format!("v{step}").into_bytes();
                 db.put_with_ts(&k, ts(wt), &v).unwrap();
-                model.entry(k).or_default().insert(wt, Some(v));
+                model.entry(k).or_default().entry(wt).or_default().push(W::Put(v));
             }
-            65..=79 => {
+            55..=66 => {
+                let v = format!("m{step}").into_bytes();
+                db.merge_with_ts(&k, ts(wt), &v).unwrap();
+                model.entry(k).or_default().entry(wt).or_default().push(W::Merge(v));
+            }
+            67..=79 => {
                 db.delete_with_ts(&k, ts(wt)).unwrap();
-                model.entry(k).or_default().insert(wt, None);
+                model.entry(k).or_default().entry(wt).or_default().push(W::Del);
             }
             80..=84 => db.flush().unwrap(),
             85..=87 => db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap(),
@@ -368,6 +567,47 @@ fn random_versions_read_at_random_timestamps_match_a_model() {
                         .find(|(k, _, _)| *k <= target)
                         .map(|(k, _, _)| k.as_slice());
                     assert_eq!(it.key(), le, "step {step}: seek_for_prev {target:?}");
+                    // Every version from a start at or above the low, both ways, and within
+                    // bounds; moving back and forth between two versions.
+                    let start = rng.gen_range(low..=t);
+                    let want = model_history(&model, start, t);
+                    let got = history(&db, history_ro(start, t), true);
+                    assert_eq!(got, want, "step {step}: history {start}..={t}");
+                    let got = history(&db, history_ro(start, t), false);
+                    assert_eq!(got, want, "step {step}: history back {start}..={t}");
+                    let mut ro = history_ro(start, t);
+                    ro.set_iterate_lower_bound(lo.clone());
+                    ro.set_iterate_upper_bound(hi.clone());
+                    let bounded: History = want
+                        .iter()
+                        .filter(|(k, ..)| {
+                            k.as_slice() >= lo.as_bytes() && k.as_slice() < hi.as_bytes()
+                        })
+                        .cloned()
+                        .collect();
+                    assert_eq!(history(&db, ro.clone(), true), bounded, "step {step}: history in");
+                    assert_eq!(history(&db, ro, false), bounded, "step {step}: history in back");
+                    if want.len() >= 2 {
+                        let i = rng.gen_range(0..want.len() - 1);
+                        let mut it = db.raw_iterator_opt(history_ro(start, t));
+                        it.seek_to_first();
+                        for _ in 0..i {
+                            it.next();
+                        }
+                        let name = |it: &strata::DbRawIterator| {
+                            it.key().map(|k| k[..k.len() - 8].to_vec())
+                        };
+                        let here = name(&it);
+                        it.next();
+                        let there = name(&it);
+                        it.prev();
+                        assert_eq!(name(&it), here, "step {step}: history prev after next");
+                        it.next();
+                        assert_eq!(name(&it), there, "step {step}: history next after prev");
+                        let mut want_stored = want[i + 1].0.clone();
+                        want_stored.extend_from_slice(&ts(want[i + 1].1));
+                        assert_eq!(there, Some(want_stored), "step {step}: history step {i}");
+                    }
                 }
             }
         }
