@@ -51,6 +51,16 @@ impl WideColumns {
         Ok(WideColumns { columns })
     }
 
+    /// These columns with the default column's value replaced by `value` (added first when
+    /// there was none): what a merge onto an entity makes.
+    pub(crate) fn with_default_value(mut self, value: Vec<u8>) -> WideColumns {
+        match self.columns.first_mut() {
+            Some((name, v)) if name.is_empty() => *v = value,
+            _ => self.columns.insert(0, (DEFAULT_COLUMN_NAME.to_vec(), value)),
+        }
+        self
+    }
+
     /// A plain value read as an entity: its one default column.
     pub fn from_plain_value(value: Vec<u8>) -> WideColumns {
         WideColumns { columns: vec![(DEFAULT_COLUMN_NAME.to_vec(), value)] }

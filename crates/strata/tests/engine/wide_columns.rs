@@ -5,8 +5,9 @@
 //! apply to the default column and keep the others; GetMergeOperands takes the default
 //! column as the base; compaction filters keep entities unless they override
 //! `filter_entity`, which may drop or change them; blob files never take them;
-//! a TTL DB refuses them; batches, transactions and external files carry them; damage is an
-//! error; and a random workload reads as a model of columns says.
+//! a TTL DB refuses them; batches, transactions and external files carry them; a batch with
+//! index and a transaction read them whole over the DB's; damage is an error; and a random
+//! workload reads as a model of columns says.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use strata::env::MemFs;
 use strata::merge_operator::builtin_merge_operator;
 use strata::{
     BlobOptions, Cache, Db, Error, Options, ReadOptions, SstFileWriter, TransactionDb,
-    TransactionDbOptions, WideColumns, WriteBatch, WriteBatchIterator,
+    TransactionDbOptions, WideColumns, WriteBatch, WriteBatchIterator, WriteBatchWithIndex,
 };
 use strata::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory, EntityDecision};
 
@@ -52,6 +53,10 @@ fn want(c: &[(&str, &str)]) -> Vec<(String, String)> {
 
 fn entity(db: &Db, key: &str) -> Option<Vec<(String, String)>> {
     db.get_entity(key).unwrap().map(|c| columns(&c))
+}
+
+fn utf8(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
 }
 
 fn get(db: &Db, key: &str) -> Option<String> {
@@ -374,6 +379,85 @@ fn batches_transactions_and_external_files_carry_entities() {
     db.ingest_external_file(vec![&sst]).unwrap();
     assert_eq!(entity(&db, "a"), Some(want(&[("", "va"), ("x", "1")])));
     assert_eq!(get(&db, "a").as_deref(), Some("va"));
+}
+
+#[test]
+fn a_batch_with_index_and_a_transaction_read_entities_over_the_dbs() {
+    let fs = MemFs::new();
+    let db = Db::open(&options(&fs), "/db").unwrap();
+    db.put_entity("d", &[("", "base"), ("x", "1")]).unwrap();
+    db.put_entity("u", &[("a", "1")]).unwrap();
+    db.put("p", "plain").unwrap();
+    let mut b = WriteBatchWithIndex::for_db(&db);
+    b.put_entity("e", &[("y", "2"), ("", "v")]);
+    b.merge("e", "m2");
+    b.merge("d", "m1");
+    b.merge("u", "m3");
+    b.merge("n", "only");
+    b.put("q", "q");
+    b.delete("p");
+    let o = options(&fs);
+    let alone = |k: &str| b.get_entity_from_batch(k, &o).map(|c| c.map(|c| columns(&c)));
+    assert_eq!(alone("e").unwrap(), Some(want(&[("", "v,m2"), ("y", "2")])));
+    assert_eq!(alone("q").unwrap(), Some(want(&[("", "q")])));
+    assert_eq!(alone("p").unwrap(), None);
+    let e = alone("d").unwrap_err();
+    assert!(e.to_string().contains("get_entity_from_batch_and_db"), "{e}");
+    let ro = ReadOptions::default();
+    let over = |k: &str| b.get_entity_from_batch_and_db(&db, k, &ro).unwrap().map(|c| columns(&c));
+    let predicted: Vec<_> = ["d", "e", "n", "p", "q", "u", "z"].map(|k| (k, over(k))).into();
+    assert_eq!(predicted[0].1, Some(want(&[("", "base,m1"), ("x", "1")])));
+    assert_eq!(predicted[2].1, Some(want(&[("", "only")])));
+    // A merge onto an entity without a default column: an empty base, the columns kept.
+    assert_eq!(predicted[5].1, Some(want(&[("", ",m3"), ("a", "1")])));
+    assert_eq!(predicted[6].1, None);
+    let plain = b.get_from_batch_and_db(&db, "e", &ro).unwrap();
+    assert_eq!(plain.as_deref(), Some(&b"v,m2"[..]), "a plain read sees the default column");
+    // A cursor over the DB with the batch on top shows the same columns.
+    let mut it = b.iterator_with_base(db.raw_iterator());
+    it.seek_to_first();
+    let mut seen = Vec::new();
+    while let (Some(k), Some(c)) = (it.key(), it.columns()) {
+        let named: Named = c.iter().map(|(n, v)| (utf8(n), utf8(v))).collect();
+        seen.push((utf8(k), Some(named)));
+        it.next();
+    }
+    it.status().unwrap();
+    let want_seen: Vec<(String, Option<Named>)> = predicted
+        .iter()
+        .filter(|(_, p)| p.is_some())
+        .map(|(k, p)| (k.to_string(), p.clone()))
+        .collect();
+    assert_eq!(seen, want_seen);
+    // What the batch predicted is what the DB holds once it is written.
+    db.write_wbwi(&b).unwrap();
+    for (k, p) in &predicted {
+        assert_eq!(&entity(&db, k), p, "{k} after the write");
+    }
+    drop(db);
+    // A transaction: its own entities and merges over the DB's, tracked for update too.
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        create_if_missing: true,
+        merge_operator: builtin_merge_operator("stringappend"),
+        ..Options::default()
+    };
+    let tdb =
+        TransactionDb::open(&o, &TransactionDbOptions::default(), dir.path().join("t")).unwrap();
+    tdb.put_entity("d", &[("", "base"), ("x", "1")]).unwrap();
+    let txn = tdb.transaction();
+    txn.put_entity("t", &[("k", "v"), ("", "a")]).unwrap();
+    txn.merge("t", "b").unwrap();
+    let got = txn.get_entity("t").unwrap().map(|c| columns(&c));
+    assert_eq!(got, Some(want(&[("", "a,b"), ("k", "v")])));
+    let got = txn.get_entity_for_update("d", true).unwrap().map(|c| columns(&c));
+    assert_eq!(got, Some(want(&[("", "base"), ("x", "1")])));
+    let other = tdb.transaction();
+    assert!(other.put("d", "x").is_err(), "d is locked by the first transaction");
+    drop(other);
+    txn.commit().unwrap();
+    let got = tdb.get_entity("t").unwrap().map(|c| columns(&c));
+    assert_eq!(got, Some(want(&[("", "a,b"), ("k", "v")])));
 }
 
 /// Random puts, entities, merges, deletes, flushes, compactions and reopens on few keys;

@@ -38,6 +38,7 @@ use crate::options::{ReadOptions, WriteOptions};
 use crate::snapshot::SnapshotHandle;
 use crate::types::{SeqNo, ValueType};
 use crate::utilities::wbwi::WriteBatchWithIndex;
+use crate::wide_columns::WideColumns;
 use crate::write_batch::WriteBatch;
 
 /// A key the transaction tracks: its family, the number an optimistic commit checks it from,
@@ -281,6 +282,66 @@ impl<'db, DB> Transaction<'db, DB> {
         self.st.lock().batch.get_from_batch_and_db_cf(self.db, cf, key, opts)
     }
 
+    /// `key`'s wide columns as this transaction sees them (RocksDB's `Transaction::GetEntity`):
+    /// its own writes over the DB's, as [`Transaction::get`] the value.
+    pub fn get_entity(&self, key: impl AsRef<[u8]>) -> Result<Option<WideColumns>> {
+        self.get_entity_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Transaction::get_entity`] with read options.
+    pub fn get_entity_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+    ) -> Result<Option<WideColumns>> {
+        self.st.lock().batch.get_entity_from_batch_and_db(self.db, key, opts)
+    }
+
+    /// [`Transaction::get_entity_opt`] in column family `cf`.
+    pub fn get_entity_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        opts: &ReadOptions,
+    ) -> Result<Option<WideColumns>> {
+        self.st.lock().batch.get_entity_from_batch_and_db_cf(self.db, cf, key, opts)
+    }
+
+    /// [`Transaction::get_entity`], tracking the key for update as
+    /// [`Transaction::get_for_update`] (RocksDB's `GetEntityForUpdate`).
+    pub fn get_entity_for_update(
+        &self,
+        key: impl AsRef<[u8]>,
+        exclusive: bool,
+    ) -> Result<Option<WideColumns>> {
+        self.get_entity_for_update_opt(key, exclusive, &ReadOptions::default())
+    }
+
+    /// [`Transaction::get_entity_for_update`] with read options.
+    pub fn get_entity_for_update_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        exclusive: bool,
+        opts: &ReadOptions,
+    ) -> Result<Option<WideColumns>> {
+        let mut st = self.st.lock();
+        self.track(&mut st, None, key.as_ref(), exclusive)?;
+        st.batch.get_entity_from_batch_and_db(self.db, key, opts)
+    }
+
+    /// [`Transaction::get_entity_for_update_opt`] in column family `cf`.
+    pub fn get_entity_for_update_cf_opt(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        exclusive: bool,
+        opts: &ReadOptions,
+    ) -> Result<Option<WideColumns>> {
+        let mut st = self.st.lock();
+        self.track(&mut st, Some(cf), key.as_ref(), exclusive)?;
+        st.batch.get_entity_from_batch_and_db_cf(self.db, cf, key, opts)
+    }
+
     /// [`Transaction::get`] of each key, in order.
     pub fn multi_get<K: AsRef<[u8]>>(
         &self,
@@ -418,8 +479,9 @@ impl<'db, DB> Transaction<'db, DB> {
     }
 
     /// Puts the wide-column entity `columns` to `key` when the transaction commits
-    /// (RocksDB's `Transaction::PutEntity`); reads through the transaction see its default
-    /// column ([`WriteBatchWithIndex::put_entity`]).
+    /// (RocksDB's `Transaction::PutEntity`); plain reads through the transaction see its
+    /// default column, [`Transaction::get_entity`] its columns
+    /// ([`WriteBatchWithIndex::put_entity`]).
     pub fn put_entity<K: AsRef<[u8]>, N: AsRef<[u8]>, V: AsRef<[u8]>>(
         &self,
         key: K,

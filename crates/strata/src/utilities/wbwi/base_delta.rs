@@ -8,6 +8,10 @@
 //! the same key and the chain needs it; a base key the batch does not name is hidden when one
 //! of the batch's range deletions covers it. Keys that resolve to nothing are skipped.
 //!
+//! Wide columns (`columns()`): a key whose batch entry is an entity, or whose base entry is
+//! one, keeps its columns (merges applying to the default column, as the DB's reads do);
+//! any other key is one default column, its value.
+//!
 //! Going forward the base is at the first key >= the current one; going backward at the last
 //! key <= it. A change of direction repositions the base with a seek. The batch's index is a
 //! copy the cursor shares (taken when it was made): later updates to the batch are not seen.
@@ -15,10 +19,11 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::index::{CfIndex, Chain};
+use super::index::{Base, CfIndex, Chain};
 use crate::db::{DbRawIterator, RawCursor};
 use crate::error::{Error, Result};
 use crate::merge_operator::MergeOperator;
+use crate::wide_columns::WideColumns;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Dir {
@@ -33,6 +38,9 @@ pub(crate) struct BaseDelta {
     valid: bool,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// The current key's columns when it is an entity (module docs); else its value is its
+    /// one default column.
+    columns: Option<WideColumns>,
     error: Option<Error>,
 }
 
@@ -45,6 +53,7 @@ impl BaseDelta {
             valid: false,
             key: Vec::new(),
             value: Vec::new(),
+            columns: None,
             error: None,
         }
     }
@@ -86,7 +95,15 @@ impl BaseDelta {
                 let op = self.base.merge_operator().map(|o| o.as_ref() as &dyn MergeOperator);
                 match chain.resolve(k, db, op) {
                     Err(e) => return self.fail(e),
-                    Ok(Some(v)) => return self.set(k.clone(), v),
+                    Ok(Some(v)) => {
+                        let columns = match self.chain_columns(k, chain, same, op) {
+                            Ok(c) => c,
+                            Err(e) => return self.fail(e),
+                        };
+                        self.set(k.clone(), v);
+                        self.columns = columns;
+                        return;
+                    }
                     Ok(None) => {
                         if same {
                             self.step_base(dir);
@@ -100,7 +117,10 @@ impl BaseDelta {
                     self.step_base(dir);
                 } else {
                     let (k, v) = (b.to_vec(), self.base.value().unwrap_or_default().to_vec());
-                    return self.set(k, v);
+                    let columns = self.base_columns();
+                    self.set(k, v);
+                    self.columns = columns;
+                    return;
                 }
             } else {
                 self.valid = false;
@@ -116,9 +136,41 @@ impl BaseDelta {
         }
     }
 
+    /// The base's columns at its current key when it is an entity (more than one default
+    /// column).
+    fn base_columns(&self) -> Option<WideColumns> {
+        let c = self.base.columns()?;
+        if c.len() == 1 && c[0].0.is_empty() {
+            return None;
+        }
+        // Names come from a validated entity: sorted and unique.
+        WideColumns::from_columns(&c).ok()
+    }
+
+    /// The columns `chain` makes of `key` (`same`: the base is at `key`) when they are not
+    /// its value alone: a batch entity, or merges over a base entity.
+    fn chain_columns(
+        &self,
+        key: &[u8],
+        chain: &Chain,
+        same: bool,
+        op: Option<&dyn MergeOperator>,
+    ) -> Result<Option<WideColumns>> {
+        let db = match chain.base {
+            Base::Entity(_) => None,
+            Base::Db if same => match self.base_columns() {
+                Some(c) => Some(c),
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        chain.resolve_entity(key, db, op)
+    }
+
     fn set(&mut self, key: Vec<u8>, value: Vec<u8>) {
         self.key = key;
         self.value = value;
+        self.columns = None;
         self.valid = true;
     }
 }
@@ -180,6 +232,13 @@ impl RawCursor for BaseDelta {
 
     fn value(&self) -> &[u8] {
         &self.value
+    }
+
+    fn columns(&self) -> Vec<(&[u8], &[u8])> {
+        match &self.columns {
+            Some(c) => c.iter().collect(),
+            None => vec![(crate::wide_columns::DEFAULT_COLUMN_NAME, self.value.as_slice())],
+        }
     }
 
     fn status(&self) -> Result<()> {

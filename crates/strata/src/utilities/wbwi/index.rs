@@ -2,8 +2,8 @@
 //! make of each key, so reads see them without replaying the batch.
 //!
 //! For a key the batch touches, a [`Chain`]: the base the batch gives it (a put's value, a
-//! deletion, or the DB's value when only merges touched it) and the merge operands after that
-//! base, oldest first. A put or deletion of the key replaces its chain; a range deletion
+//! wide-column entity, a deletion, or the DB's value when only merges touched it) and the
+//! merge operands after that base, oldest first. A put or deletion of the key replaces its chain; a range deletion
 //! replaces the chain of every key it covers with a deletion, and is kept in a set of
 //! disjoint ranges so that DB keys the batch never named are hidden too. A merge on a key
 //! without a chain starts one whose base is a deletion when a range deletion covers the key,
@@ -16,6 +16,7 @@ use std::ops::Bound;
 use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::merge_operator::MergeOperator;
+use crate::wide_columns::{self, WideColumns};
 
 /// What the batch makes the key's value before its merges.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +25,9 @@ pub(crate) enum Base {
     Db,
     /// A put's value.
     Put(Vec<u8>),
+    /// A wide-column entity's encoding (`WriteBatch::put_entity`): plain reads see its default
+    /// column, entity reads its columns.
+    Entity(Vec<u8>),
     /// A deletion (point or range).
     Deleted,
 }
@@ -53,11 +57,48 @@ impl Chain {
         let base = match &self.base {
             Base::Db => db,
             Base::Put(v) => Some(v.as_slice()),
+            Base::Entity(e) => Some(wide_columns::default_value(e)?),
             Base::Deleted => None,
         };
         if self.merges.is_empty() {
             return Ok(base.map(<[u8]>::to_vec));
         }
+        self.merged(key, base, op).map(Some)
+    }
+
+    /// The key's columns, as [`Chain::resolve`] its value (`db`: the DB's columns when the
+    /// base is the DB's): a plain value is one default column; merges apply to the default
+    /// column (an absent one is an empty base) and keep the others, as the DB's reads do.
+    pub fn resolve_entity(
+        &self,
+        key: &[u8],
+        db: Option<WideColumns>,
+        op: Option<&dyn MergeOperator>,
+    ) -> Result<Option<WideColumns>> {
+        let base = match &self.base {
+            Base::Db => db,
+            Base::Put(v) => Some(WideColumns::from_plain_value(v.clone())),
+            Base::Entity(e) => Some(WideColumns::decode(e)?),
+            Base::Deleted => None,
+        };
+        if self.merges.is_empty() {
+            return Ok(base);
+        }
+        let default = base.as_ref().map(|c| c.default_value().unwrap_or_default());
+        let merged = self.merged(key, default, op)?;
+        Ok(Some(match base {
+            Some(columns) => columns.with_default_value(merged),
+            None => WideColumns::from_plain_value(merged),
+        }))
+    }
+
+    /// The merges applied to `base` through `op`.
+    fn merged(
+        &self,
+        key: &[u8],
+        base: Option<&[u8]>,
+        op: Option<&dyn MergeOperator>,
+    ) -> Result<Vec<u8>> {
         let Some(op) = op else {
             return Err(Error::InvalidArgument(format!(
                 "key {:?} has merge operands in the batch but no merge operator is configured",
@@ -66,7 +107,7 @@ impl Chain {
         };
         let operands: Vec<&[u8]> = self.merges.iter().map(Vec::as_slice).collect();
         match op.full_merge(key, base, &operands) {
-            Some(v) => Ok(Some(v)),
+            Some(v) => Ok(v),
             None => Err(Error::corruption(
                 "",
                 0,
@@ -191,6 +232,12 @@ impl CfIndex {
 
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         let chain = Chain { base: Base::Put(value.to_vec()), merges: Vec::new() };
+        self.keys.insert(self.key(key), chain);
+    }
+
+    /// Puts the entity of encoding `entity` (validated) to `key`.
+    pub fn put_entity(&mut self, key: &[u8], entity: &[u8]) {
+        let chain = Chain { base: Base::Entity(entity.to_vec()), merges: Vec::new() };
         self.keys.insert(self.key(key), chain);
     }
 

@@ -10,7 +10,11 @@
 //! - [`WriteBatchWithIndex::get_from_batch_and_db`]: the batch over a DB read (at the read
 //!   options' snapshot);
 //! - [`WriteBatchWithIndex::iterator_with_base`]: the batch over a DB cursor, in both
-//!   directions, within the cursor's bounds and prefix (`base_delta.rs`).
+//!   directions, within the cursor's bounds and prefix (`base_delta.rs`);
+//! - [`WriteBatchWithIndex::get_entity_from_batch`] and
+//!   [`WriteBatchWithIndex::get_entity_from_batch_and_db`]: a key's wide columns, as the two
+//!   above (RocksDB's `GetEntityFromBatch`, `GetEntityFromBatchAndDB`). The other reads see
+//!   an entity's default column.
 //!
 //! Puts, deletions, single deletions, merges (through the family's merge operator) and range
 //! deletions are all resolved. The `overwrite_key` flag of `new` is accepted for the
@@ -33,6 +37,7 @@ use crate::db::{Cfd, Db, DbRawIterator};
 use crate::error::{Error, Result};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::types::ValueType;
+use crate::wide_columns::WideColumns;
 use crate::write_batch::{WriteBatch, WriteBatchIterator};
 
 /// A write batch with an index of its updates, so that they can be read before they are
@@ -142,24 +147,23 @@ impl WriteBatchWithIndex {
                 ValueType::Deletion | ValueType::SingleDeletion => ix.delete(r.key),
                 ValueType::Merge => ix.merge(r.key, r.value),
                 ValueType::RangeDeletion => ix.delete_range(r.key, r.value),
-                ValueType::Entity => ix.put(r.key, entity_default(r.value)),
+                ValueType::Entity => ix.put_entity(r.key, r.value),
                 // Never decoded from a batch (`write_batch::next_entry` refuses it).
                 ValueType::BlobIndex => {}
             }
         }
     }
 
-    /// Puts the wide-column entity `columns` to `key` ([`WriteBatch::put_entity`]). Reads
-    /// through the batch see the entity's default column, as a plain read of it in the DB
-    /// does; the batch writes the whole entity.
+    /// Puts the wide-column entity `columns` to `key` ([`WriteBatch::put_entity`]). Plain
+    /// reads through the batch see the entity's default column, as a plain read of it in the
+    /// DB does, and entity reads its columns; the batch writes the whole entity.
     pub fn put_entity<K: AsRef<[u8]>, N: AsRef<[u8]>, V: AsRef<[u8]>>(
         &mut self,
         key: K,
         columns: &[(N, V)],
     ) {
         self.batch.put_entity(key.as_ref(), columns);
-        let default = default_of(columns);
-        self.default_index().put(key.as_ref(), default);
+        index_entity(self.default_index(), key.as_ref(), columns);
     }
 
     /// [`WriteBatchWithIndex::put_entity`] in column family `cf`.
@@ -170,8 +174,7 @@ impl WriteBatchWithIndex {
         columns: &[(N, V)],
     ) {
         self.batch.put_entity_cf(cf, key.as_ref(), columns);
-        let default = default_of(columns);
-        self.handle_index(cf).put(key.as_ref(), default);
+        index_entity(self.handle_index(cf), key.as_ref(), columns);
     }
 
     /// Sets `key` to `value`.
@@ -345,6 +348,102 @@ impl WriteBatchWithIndex {
         }
     }
 
+    /// `key`'s wide columns in the batch alone, as [`WriteBatchWithIndex::get_from_batch`] its
+    /// value (RocksDB's `GetEntityFromBatch`): a put is one default column; merges apply to
+    /// the default column and keep the others.
+    pub fn get_entity_from_batch(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: &Options,
+    ) -> Result<Option<WideColumns>> {
+        self.read_entity_batch(DEFAULT_COLUMN_FAMILY_ID, key.as_ref(), options)
+    }
+
+    /// [`WriteBatchWithIndex::get_entity_from_batch`] in column family `cf`.
+    pub fn get_entity_from_batch_cf(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        options: &Options,
+    ) -> Result<Option<WideColumns>> {
+        self.read_entity_batch(cf.cf_id(), key.as_ref(), options)
+    }
+
+    fn read_entity_batch(
+        &self,
+        cf: ColumnFamilyId,
+        key: &[u8],
+        options: &Options,
+    ) -> Result<Option<WideColumns>> {
+        let Some(ix) = self.index.get(&cf) else { return Ok(None) };
+        match ix.lookup(key) {
+            Lookup::Chain(c) if c.needs_db() => Err(Error::InvalidArgument(format!(
+                "key {:?} is only merged in the batch: its columns need the DB's \
+                 (get_entity_from_batch_and_db)",
+                String::from_utf8_lossy(key)
+            ))),
+            Lookup::Chain(c) => c.resolve_entity(key, None, options.merge_operator.as_deref()),
+            Lookup::RangeDeleted | Lookup::Untouched => Ok(None),
+        }
+    }
+
+    /// `key`'s wide columns in `db` (read with `readopts`) with the batch's updates applied
+    /// (RocksDB's `GetEntityFromBatchAndDB`), as [`WriteBatchWithIndex::get_from_batch_and_db`]
+    /// its value.
+    pub fn get_entity_from_batch_and_db(
+        &self,
+        db: &Db,
+        key: impl AsRef<[u8]>,
+        readopts: &ReadOptions,
+    ) -> Result<Option<WideColumns>> {
+        let key = key.as_ref();
+        self.read_entity_batch_and_db(
+            DEFAULT_COLUMN_FAMILY_ID,
+            key,
+            || db.get_entity_opt(key, readopts),
+            || db.family(None),
+        )
+    }
+
+    /// [`WriteBatchWithIndex::get_entity_from_batch_and_db`] in column family `cf`.
+    pub fn get_entity_from_batch_and_db_cf(
+        &self,
+        db: &Db,
+        cf: &impl AsColumnFamilyRef,
+        key: impl AsRef<[u8]>,
+        readopts: &ReadOptions,
+    ) -> Result<Option<WideColumns>> {
+        let key = key.as_ref();
+        self.read_entity_batch_and_db(
+            cf.cf_id(),
+            key,
+            || db.get_entity_cf_opt(cf, key, readopts),
+            || db.family(Some(cf)),
+        )
+    }
+
+    /// `key`'s columns with the batch's updates over `read` (the DB's), as
+    /// `read_batch_and_db` its value.
+    fn read_entity_batch_and_db(
+        &self,
+        cf: ColumnFamilyId,
+        key: &[u8],
+        read: impl FnOnce() -> Result<Option<WideColumns>>,
+        family: impl FnOnce() -> Result<Arc<Cfd>>,
+    ) -> Result<Option<WideColumns>> {
+        let Some(ix) = self.index.get(&cf) else { return read() };
+        let cfd = family()?;
+        same_order(ix, &cfd.opts.comparator, &cfd.name)?;
+        match ix.lookup(key) {
+            Lookup::Untouched => read(),
+            Lookup::RangeDeleted => Ok(None),
+            Lookup::Chain(c) => {
+                let base = if c.needs_db() { read()? } else { None };
+                c.resolve_entity(key, base, cfd.opts.merge_operator.as_deref())
+            }
+        }
+    }
+
     /// A cursor over `base` (a cursor of the default column family) with the batch's updates
     /// on top, within `base`'s bounds and prefix. Unpositioned: seek first.
     pub fn iterator_with_base(&self, base: DbRawIterator) -> DbRawIterator {
@@ -410,7 +509,11 @@ fn default_of<N: AsRef<[u8]>, V: AsRef<[u8]>>(columns: &[(N, V)]) -> &[u8] {
         .map_or(&[][..], |(_, v)| v.as_ref())
 }
 
-/// The default column's value of a validated batch's entity record.
-fn entity_default(entity: &[u8]) -> &[u8] {
-    crate::wide_columns::default_value(entity).unwrap_or_default()
+/// Indexes the entity `columns` of `key`. Columns naming one column twice make a batch that
+/// is never written (`WriteBatch::put_entity`): reads through it see their default column.
+fn index_entity<N: AsRef<[u8]>, V: AsRef<[u8]>>(ix: &mut CfIndex, key: &[u8], columns: &[(N, V)]) {
+    match WideColumns::from_columns(columns) {
+        Ok(c) => ix.put_entity(key, &c.encode()),
+        Err(_) => ix.put(key, default_of(columns)),
+    }
 }
