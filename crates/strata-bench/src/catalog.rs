@@ -68,6 +68,10 @@ pub enum Fill {
     /// db_bench's `ingestexternalfile`: batches of table files, each of keys 0..`--num`,
     /// written and ingested (one operation per batch).
     Ingest,
+    /// db_bench's `fillseqdeterministic` and `filluniquerandomdeterministic`: rounds of puts
+    /// (the first in this order) flushed into sorted runs, then compacted into one level each
+    /// (`runner/deterministic.rs`).
+    Deterministic(WriteMode),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -360,6 +364,26 @@ pub const BENCHMARKS: &[Benchmark] = &[
             "filluniquerandom; with --disposable_entries_batch_size, sets of keys are put, then \
              after --disposable_entries_delete_delay deleted behind --persistent_entries_batch_size \
              kept keys (one thread)",
+        ),
+        &[Tweak::OneThreadWithNote],
+    )),
+    fresh(tweaked(
+        row(
+            "fillseqdeterministic",
+            W::Fill(Fill::Deterministic(WriteMode::Sequential)),
+            WRITE,
+            "an LSM of known shape: rounds of puts (keys 0, 1, 2, ... first, then unique random, \
+             each --max_bytes_for_level_multiplier times fewer) flushed into sorted runs, each \
+             compacted into its level (needs --disable_auto_compactions; one thread)",
+        ),
+        &[Tweak::OneThreadWithNote],
+    )),
+    fresh(tweaked(
+        row(
+            "filluniquerandomdeterministic",
+            W::Fill(Fill::Deterministic(WriteMode::UniqueRandom)),
+            WRITE,
+            "fillseqdeterministic with unique random keys in the first round too",
         ),
         &[Tweak::OneThreadWithNote],
     )),
@@ -665,8 +689,6 @@ pub const BENCHMARKS: &[Benchmark] = &[
 /// db_bench benchmarks strata-bench knows but does not implement (a clear error instead of
 /// "unknown benchmark").
 pub const NOT_IMPLEMENTED: &[&str] = &[
-    "fillseqdeterministic",
-    "filluniquerandomdeterministic",
     "block_cache_entry_stats",
     "cache_report_problems",
     "stats_history",

@@ -18,6 +18,16 @@ pub(super) fn put(mode: WriteMode, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<
     if mode == WriteMode::UniqueRandom && super::fill_unique::applies(cx) {
         return super::fill_unique::put(cx, ts);
     }
+    put_count(mode, cx.p.writes, cx, ts)
+}
+
+/// `writes` puts as [`put`] makes them (db_bench's `DoWrite` with its `writes_`).
+pub(super) fn put_count(
+    mode: WriteMode,
+    writes: u64,
+    cx: &Ctx<'_>,
+    ts: &mut Worker<'_>,
+) -> Result<()> {
     let (p, engine) = (cx.p, cx.engine);
     let mut ranges = RangeTombstones::new(cx.flags());
     // As db_bench: the key space grows by the range deletions' first keys, drawn from it.
@@ -30,7 +40,7 @@ pub(super) fn put(mode: WriteMode, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<
     if p.num != p.flags_num {
         ts.stats.add_message(&format!("({} ops)", p.num));
     }
-    cx.ops(p.writes, p.batch, mode == WriteMode::Random).run(ts, |ts| {
+    cx.ops(writes, p.batch, mode == WriteMode::Random).run(ts, |ts| {
         if let Some(s) = sine.as_mut() {
             cx.follow_sine(s);
         }

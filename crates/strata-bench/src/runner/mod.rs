@@ -17,6 +17,7 @@ use crate::header;
 use crate::stats::{print_flush, CombinedStats, Summary};
 
 mod admin;
+mod deterministic;
 mod fill;
 mod fill_unique;
 mod merge;
@@ -244,6 +245,7 @@ fn exec(workload: Workload, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Workload::Fill(Fill::Delete { seq }) => fill::delete(seq, cx, ts),
         Workload::Fill(Fill::ReplaceKeys) => fill::replace_keys(cx, ts),
         Workload::Fill(Fill::Ingest) => fill::ingest(cx, ts),
+        Workload::Fill(Fill::Deterministic(mode)) => deterministic::run(mode, cx, ts),
         Workload::Read(r) => read::run(r, cx, ts),
         Workload::Seek(s) => seek::run(s, cx, ts),
         Workload::Mixed(m) => mixed::run(m, cx, ts),

@@ -83,11 +83,13 @@ fn db_benchmarks() -> Vec<&'static str> {
         _ => 1,
     };
     // readtorowcache needs flags of its own (existing keys, a row cache): run in
-    // `existing_keys_are_the_key_space`.
+    // `existing_keys_are_the_key_space`; so do the deterministic fills (automatic
+    // compactions off): `fill_variants.rs`.
     let mut rows: Vec<&Benchmark> = BENCHMARKS
         .iter()
         .filter(|b| b.family() != Family::Micro && !b.workload.is_inline())
         .filter(|b| b.name != "readtorowcache")
+        .filter(|b| !matches!(b.workload, Workload::Fill(Fill::Deterministic(_))))
         .collect();
     rows.sort_by_key(|b| rank(b));
     let mut names: Vec<&str> = rows.iter().map(|b| b.name).collect();

@@ -1,6 +1,6 @@
 //! filluniquerandom's overwrites, fillanddeleteuniquerandom's disposable keys
-//! (`runner/fill_unique.rs`) and ingestexternalfile's files, checked against what the DB holds
-//! afterwards.
+//! (`runner/fill_unique.rs`), ingestexternalfile's files and the deterministic fills' shapes
+//! (`runner/deterministic.rs`), checked against what the DB holds afterwards.
 
 use std::process::{Command, Output};
 
@@ -197,4 +197,72 @@ fn existing_keys_are_the_key_space() {
     );
     let errs = String::from_utf8_lossy(&o.stderr);
     assert!(errs.contains("engine memory cannot honour --row_cache_size"), "{errs}");
+}
+
+/// Files per level from a `levelstats` table.
+fn files_per_level(out: &str) -> Vec<u64> {
+    let table = out.split("Level Files Size(MB)").nth(1).expect("a levelstats table");
+    table
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() == 3 && w[0].parse::<u64>().is_ok()).then(|| w[1].parse().expect("files"))
+        })
+        .collect()
+}
+
+#[test]
+fn deterministic_fills_build_one_sorted_run_per_level() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let common = [
+        "--num=60000",
+        "--value_size=100",
+        "--write_buffer_size=1048576",
+        "--max_bytes_for_level_multiplier=4",
+        "--seed=5",
+    ];
+    // Without --disable_auto_compactions: refused, as db_bench refuses it.
+    let mut args = vec!["--benchmarks=fillseqdeterministic"];
+    args.extend_from_slice(&common);
+    let o = run(&dir.path().join("a"), &args);
+    assert!(!o.status.success());
+    let errs = String::from_utf8_lossy(&o.stderr);
+    assert!(errs.contains("Please disable_auto_compactions"), "{errs}");
+    // Rounds of 60000, 15000 and 3750 puts over four levels; the first two fill three.
+    for (name, levels, ops) in [
+        ("fillseqdeterministic", "4", " 78750 operations;"),
+        ("filluniquerandomdeterministic", "3", " 75000 operations;"),
+    ] {
+        let db = dir.path().join(name);
+        let benchmarks = format!("--benchmarks={name},levelstats,readseq");
+        let levels_flag = format!("--num_levels={levels}");
+        let mut args =
+            vec![benchmarks.as_str(), levels_flag.as_str(), "--disable_auto_compactions"];
+        args.extend_from_slice(&common);
+        let o = run(&db, &args);
+        let (out, errs) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{errs}\n{out}");
+        let line = out.lines().find(|l| l.starts_with(name)).expect("the result line");
+        assert!(line.contains(ops), "{line}");
+        let files = files_per_level(&out);
+        if levels == "4" {
+            // Three runs: the last one (a single file) in L1, the others below it; L0 empty.
+            assert_eq!(files[0], 0, "{out}");
+            assert!(files[1..4].iter().all(|&n| n > 0), "{out}");
+        } else {
+            // Two runs fill the levels above the bottom: the second leaves its newest third
+            // in L0.
+            assert!(files[0] > 0 && files[1] > 0 && files[2] > 0, "{out}");
+        }
+        let readseq = out.lines().find(|l| l.starts_with("readseq ")).expect("readseq line");
+        assert!(readseq.contains(" 60000 operations;"), "every key once: {readseq}");
+    }
+    // Too few rounds for the levels asked: a clear error.
+    let mut args = vec!["--benchmarks=fillseqdeterministic", "--num_levels=9"];
+    args.push("--disable_auto_compactions");
+    args.extend_from_slice(&common);
+    let o = run(&dir.path().join("b"), &args);
+    assert!(!o.status.success());
+    let errs = String::from_utf8_lossy(&o.stderr);
+    assert!(errs.contains("n is too small to fill 9 levels"), "{errs}");
 }

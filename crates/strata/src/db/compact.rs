@@ -932,8 +932,10 @@ pub(crate) fn wait_for_compact(inner: &DbInner, deadline: Option<Instant>) -> Re
 }
 
 /// Compacts the given table files, all of one level, into `output_level` (RocksDB's
-/// `CompactFiles`). L0 inputs are widened to every L0 file, since L0 files overlap and moving
-/// only some could put a newer file below an older one; files of `output_level` overlapping the
+/// `CompactFiles`). L0 inputs are widened as RocksDB widens them: into a lower level, to every
+/// L0 file older than the newest named (L0 files overlap: moving a newer file below an older
+/// one would put its versions under older ones; newer files may stay above); into L0, to every
+/// file between the newest and the oldest named. Files of `output_level` overlapping the
 /// inputs join the compaction. Refused (`InvalidArgument`): an unknown file, inputs from several
 /// levels, an output level above the inputs' or beyond the last, and a level between the two
 /// holding keys in the inputs' range (the inputs would land below older versions of their
@@ -1000,7 +1002,14 @@ fn compact_files_locked_out(
             return Some(None);
         }
         if level == 0 {
-            files.clone_from(&v.levels[0]);
+            // L0 is newest first.
+            let l0 = &v.levels[0];
+            let newest = l0.iter().position(|f| inputs.contains(&f.number)).unwrap_or(0);
+            let oldest = match output_level {
+                0 => l0.iter().rposition(|f| inputs.contains(&f.number)).unwrap_or(newest),
+                _ => l0.len() - 1,
+            };
+            files = l0[newest..=oldest].to_vec();
         }
         let (lo, hi) = range_of(files.iter(), v.order())?;
         if let Some(between) =

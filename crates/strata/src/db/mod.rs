@@ -1132,8 +1132,9 @@ impl Db {
 
     /// Compacts the named table files (names as [`Db::live_files_metadata`] gives them, with
     /// or without a directory), all of one level, into `output_level` (RocksDB's
-    /// `CompactFiles`). L0 inputs are widened to every L0 file; files of the output level that
-    /// overlap join. Refused with `InvalidArgument`: an unknown name, inputs on several levels,
+    /// `CompactFiles`). L0 inputs are widened as RocksDB's are: into a lower level, to every L0
+    /// file older than the newest named; into L0, to the files between the named ones. Files
+    /// of the output level that overlap join. Refused with `InvalidArgument`: an unknown name, inputs on several levels,
     /// an output level above the inputs' or past the last, or a level in between holding keys
     /// of the inputs' range. Waits while an input is being compacted.
     pub fn compact_files<S: AsRef<str>>(&self, files: &[S], output_level: usize) -> Result<()> {

@@ -24,7 +24,7 @@ fn compacts_l0_into_l1_then_l1_into_l2() {
     }
     assert_eq!(levels(&db), vec![0, 0, 0]);
     let l0: Vec<String> = db.live_files_metadata().into_iter().map(|f| f.name).collect();
-    // One named L0 file widens to all of them.
+    // The newest L0 file (listed first) widens to it and every older one.
     db.compact_files(&l0[..1], 1).unwrap();
     assert_eq!(levels(&db), vec![1]);
     let meta = db.live_files_metadata();
@@ -40,6 +40,48 @@ fn compacts_l0_into_l1_then_l1_into_l2() {
     let db = open(dir.path());
     assert_eq!(levels(&db), vec![2]);
     assert_eq!(db.get(b"k00007").unwrap().as_deref(), Some(&b"v2-7"[..]));
+}
+
+/// Regression: naming old L0 files compacted every L0 file, the newer ones too (RocksDB
+/// widens L0 inputs only to the older files: db_bench's fillseqdeterministic puts its runs of
+/// L0 files into one level each, oldest first).
+#[test]
+fn named_l0_files_take_the_older_ones_along_and_leave_the_newer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    for round in 0..4u32 {
+        for i in 0..200u32 {
+            db.put(format!("k{i:05}"), format!("v{round}-{i}")).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let l0: Vec<String> = db.live_files_metadata().into_iter().map(|f| f.name).collect();
+    assert_eq!(l0.len(), 4);
+    // The second oldest (listed third): it and the oldest go down, the two newest stay.
+    db.compact_files(&l0[2..3], 6).unwrap();
+    assert_eq!(levels(&db), vec![0, 0, 6]);
+    let left: Vec<String> = db.live_files_metadata().into_iter().map(|f| f.name).collect();
+    assert_eq!(left[..2], l0[..2]);
+    // The newer two into the level above, then every read sees the newest round.
+    db.compact_files(&left[1..2], 5).unwrap();
+    assert_eq!(levels(&db), vec![0, 5, 6]);
+    for i in (0..200u32).step_by(13) {
+        assert_eq!(db.get(format!("k{i:05}")).unwrap(), Some(format!("v3-{i}").into_bytes()));
+    }
+    // Into L0: the files between the named ones, not those past them.
+    for i in 0..200u32 {
+        db.put(format!("k{i:05}"), format!("v4-{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..200u32 {
+        db.put(format!("k{i:05}"), format!("v5-{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(levels(&db), vec![0, 0, 0, 5, 6]);
+    let l0: Vec<String> = db.live_files_metadata().into_iter().map(|f| f.name).collect();
+    db.compact_files(&[&l0[1], &l0[2]], 0).unwrap();
+    assert_eq!(levels(&db), vec![0, 0, 5, 6]);
+    assert_eq!(db.get(b"k00007").unwrap().as_deref(), Some(&b"v5-7"[..]));
 }
 
 #[test]
