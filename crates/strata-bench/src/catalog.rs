@@ -209,6 +209,8 @@ pub enum Admin {
     WaitForCompaction,
     Stats,
     LevelStats,
+    /// db_bench's `stats_history`: the engine's statistics history, record by record.
+    StatsHistory,
     SsTables,
     MemStats,
     ResetStats,
@@ -660,6 +662,12 @@ pub const BENCHMARKS: &[Benchmark] = &[
         "waits until background compaction is done",
     ),
     row("levelstats", W::Admin(Admin::LevelStats), READ, "prints files and bytes per level"),
+    row(
+        "stats_history",
+        W::Admin(Admin::StatsHistory),
+        READ,
+        "prints the statistics history: each --stats_persist_period_sec, every ticker's change",
+    ),
     row("sstables", W::Admin(Admin::SsTables), READ, "prints every table file per level"),
     row(
         "memstats",
@@ -691,7 +699,6 @@ pub const BENCHMARKS: &[Benchmark] = &[
 pub const NOT_IMPLEMENTED: &[&str] = &[
     "block_cache_entry_stats",
     "cache_report_problems",
-    "stats_history",
     "heapprofile",
     "replay",
     "openandcompact",

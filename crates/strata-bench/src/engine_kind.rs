@@ -157,6 +157,8 @@ pub const STRATA_HONOURED_FLAGS: &[&str] = &[
     "wal_size_limit_MB",
     "avoid_flush_during_recovery",
     "stats_dump_period_sec",
+    "stats_persist_period_sec",
+    "stats_history_buffer_size",
     "checksum_type",
     "mmap_read",
     "enable_blob_files",
@@ -458,6 +460,7 @@ pub const ROCKSDB_UNSUPPORTED: &[(&str, &str)] = &[
     ("getmergeoperands", "the rocksdb crate and RocksDB's C API lack GetMergeOperands"),
     ("readrandomoperands", "the rocksdb crate and RocksDB's C API lack GetMergeOperands"),
     ("readrandomentity", "the rocksdb crate and RocksDB's C API lack GetEntity"),
+    ("stats_history", "the rocksdb crate and RocksDB's C API lack GetStatsHistory"),
     ("multireadentity", "the rocksdb crate and RocksDB's C API lack MultiGetEntity"),
     (
         "approximatememtablestats",

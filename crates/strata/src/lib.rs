@@ -70,7 +70,7 @@ pub use db::{
     ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, ColumnFamilyTtl, DBWALIterator, Db,
     DbIterator, DbPinnableSlice, DbRawIterator, DbRawIteratorWithThreadMode, Direction,
     GetMergeOperandsOptions, IngestExternalFileOptions, IteratorMode, LiveFile, LiveFileChecksum,
-    LiveFileMetaData, PinnedSource, Range, Snapshot,
+    LiveFileMetaData, PinnedSource, Range, Snapshot, StatsHistoryIterator,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;

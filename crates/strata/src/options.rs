@@ -354,6 +354,13 @@ pub struct Options {
     /// Seconds between dumps of the `stats` property into the info LOG; 0 never dumps.
     /// Default: 600.
     pub stats_dump_period_sec: u32,
+    /// Seconds between records of the statistics history (`Db::get_stats_history`,
+    /// `db/stats_history.rs`): each holds every ticker's change since the last; 0 keeps none,
+    /// and so does a DB without `statistics`. Default: 600.
+    pub stats_persist_period_sec: u32,
+    /// Bytes the statistics history may take in memory; the oldest records go beyond it.
+    /// Default: 1 MiB.
+    pub stats_history_buffer_size: usize,
     /// Replay the WAL into memtables at `open` without writing tables: the replayed writes
     /// stay in their WAL files and are flushed in the background like any memtable. Open is
     /// faster and needs no free space for tables (a DB on a full disk can still be opened
@@ -639,6 +646,8 @@ impl Default for Options {
             cf_paths: Vec::new(),
             keep_log_file_num: 1000,
             stats_dump_period_sec: 600,
+            stats_persist_period_sec: 600,
+            stats_history_buffer_size: 1 << 20,
             merge_operator: None,
             compaction_filter_factory: None,
             prefix_extractor: None,
@@ -979,6 +988,8 @@ impl Options {
             ("cf_paths", describe_paths(&self.cf_paths)),
             ("keep_log_file_num", self.keep_log_file_num.to_string()),
             ("stats_dump_period_sec", self.stats_dump_period_sec.to_string()),
+            ("stats_persist_period_sec", self.stats_persist_period_sec.to_string()),
+            ("stats_history_buffer_size", self.stats_history_buffer_size.to_string()),
             ("avoid_flush_during_recovery", self.avoid_flush_during_recovery.to_string()),
             ("recycle_log_file_num", self.recycle_log_file_num.to_string()),
             ("max_total_wal_size", self.max_total_wal_size.to_string()),

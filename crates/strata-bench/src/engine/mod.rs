@@ -451,6 +451,11 @@ pub trait Engine: Send + Sync {
     fn statistics_text(&self) -> Result<Option<String>> {
         Ok(None)
     }
+    /// The statistics history (RocksDB's `GetStatsHistory`): each record's time (seconds since
+    /// the Unix epoch) and every ticker's change by name, oldest first.
+    fn stats_history(&self) -> Result<Vec<(u64, Vec<(String, u64)>)>> {
+        bail!("this engine keeps no statistics history")
+    }
     /// Resets the engine's statistics (`resetstats`).
     fn reset_stats(&self) -> Result<()> {
         bail!("resetstats is not supported by this engine")

@@ -245,6 +245,15 @@ pub fn build_options(cfg: &Config) -> Result<Options> {
     o.wal_size_limit_mb = f.wal_size_limit_MB;
     o.avoid_flush_during_recovery = f.avoid_flush_during_recovery;
     o.stats_dump_period_sec = super::fit("stats_dump_period_sec", f.stats_dump_period_sec)?;
+    // As db_bench's `--statistics`: a statistics object for the DB (the STATISTICS dump reads
+    // the DB's own counts either way; the statistics history needs the object).
+    if f.statistics {
+        o.enable_statistics();
+    }
+    o.stats_persist_period_sec =
+        super::fit("stats_persist_period_sec", f.stats_persist_period_sec)?;
+    o.stats_history_buffer_size =
+        super::fit("stats_history_buffer_size", f.stats_history_buffer_size)?;
     // db_bench's default (4, XXH3) describes RocksDB's; Strata keeps its own (CRC32C)
     // unless the flag is given.
     if cfg.set.contains("checksum_type") {
@@ -916,6 +925,17 @@ impl Engine for StrataEngine {
         self.db
             .property_value("strata.sstables")?
             .ok_or_else(|| anyhow!("sstables: strata has no strata.sstables property yet"))
+    }
+
+    fn stats_history(&self) -> Result<Vec<(u64, Vec<(String, u64)>)>> {
+        let mut it = self.db.get_stats_history(0, u64::MAX)?;
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push((it.stats_time(), it.stats_map().into_iter().collect()));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
     }
 
     fn live_files(&self) -> Result<Vec<LiveFile>> {

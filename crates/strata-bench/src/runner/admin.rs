@@ -54,6 +54,24 @@ const MEM_PROPERTIES: &[&str] = &[
     "rocksdb.block-cache-pinned-usage",
 ];
 
+/// What db_bench's `stats_history` prints: each record's time, then one line per ticker
+/// (` <time>   <name>  <change>`); the engine's error when it keeps no history.
+fn stats_history_text(engine: &dyn Engine) -> String {
+    let records = match engine.stats_history() {
+        Ok(r) => r,
+        Err(e) => return format!("{e:#}\n"),
+    };
+    let mut out = String::new();
+    for (time, stats) in records {
+        let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(time);
+        let _ = writeln!(out, "------ {} ------", crate::header::ctime(when));
+        for (name, change) in stats {
+            let _ = writeln!(out, " {time}   {name}  {change}");
+        }
+    }
+    out
+}
+
 /// `compact0`/`compact1` as db_bench runs them: the files of the first non-empty level at or
 /// below `from` (L0 for `compact0`) go to the next non-empty level under it, in one
 /// CompactFiles call. Nothing to do (no files, or nothing below them) is reported, not an
@@ -191,6 +209,7 @@ impl Runner {
                 let s = engine.level_stats_text().context("levelstats")?;
                 print_flush(&format!("\n{s}\n"));
             }
+            Admin::StatsHistory => print_flush(&stats_history_text(engine)),
             Admin::SsTables => {
                 let s = engine.sstables_text().context("sstables")?;
                 print_flush(&s);

@@ -418,6 +418,37 @@ fn meta_benchmarks_succeed_or_say_why() {
 }
 
 #[test]
+fn stats_history_prints_each_record_of_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--benchmarks=fillrandom,stats_history",
+        "--num=100000000",
+        "--duration=3",
+        "--statistics",
+        "--stats_persist_period_sec=1",
+        "--seed=3",
+    ];
+    let o = run(dir.path(), &args);
+    let (out, errs) = text(&o);
+    assert!(o.status.success(), "{errs}\n{out}");
+    let history = out.split("fillrandom ").nth(1).expect("after fillrandom");
+    let records = history.lines().filter(|l| l.starts_with("------ ")).count();
+    assert!(records >= 1, "a record a second after the first: {history}");
+    let written: Vec<u64> = history
+        .lines()
+        .filter(|l| l.contains("   rocksdb.number.keys.written  "))
+        .map(|l| l.rsplit(' ').next().and_then(|n| n.parse().ok()).expect("a count"))
+        .collect();
+    assert_eq!(written.len(), records, "one line per ticker per record: {history}");
+    assert!(written.iter().any(|&n| n > 0), "the writes' changes: {written:?}");
+    // Without --statistics no history is kept: nothing to print.
+    let o = run(dir.path(), &["--benchmarks=fillseq,stats_history", "--num=100"]);
+    let (out, _) = text(&o);
+    assert!(o.status.success());
+    assert!(!out.contains("------ "), "{out}");
+}
+
+#[test]
 fn fresh_and_skipped() {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = run(dir.path(), &["--benchmarks=fillseq", "--num=100", "--seed=1"]);

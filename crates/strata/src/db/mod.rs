@@ -59,6 +59,7 @@ mod recover;
 mod rocksdb_api;
 mod row_cache;
 mod snapshot_reads;
+mod stats_history;
 mod timestamps;
 pub(crate) mod ts_iter;
 pub(crate) mod ttl;
@@ -91,6 +92,7 @@ pub use self::iter::{
 pub use self::merge_operands::GetMergeOperandsOptions;
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
 pub use self::rocksdb_api::{ColumnFamilyMetaData, Range};
+pub use self::stats_history::StatsHistoryIterator;
 pub use self::wal_updates::DBWALIterator;
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId};
 use crate::cstr_like::CStrLike;
@@ -310,6 +312,8 @@ pub(crate) struct DbInner {
     pub stats: Arc<crate::stats::Stats>,
     /// `<db>/LOG`: options, recovery, flushes, compactions, stalls, errors, stats dumps.
     pub info_log: info_log::InfoLog,
+    /// The statistics history (`stats_history.rs`).
+    pub stats_history: Mutex<stats_history::StatsHistory>,
     /// When the current write stall began (microseconds since the epoch; 0: none).
     pub stall_started_micros: AtomicU64,
     /// When writes were last slowed down (microseconds since the epoch), for the LOG line that
@@ -439,11 +443,13 @@ impl Db {
         let inner = Arc::new(open::open(opts, path, &descriptors, ttl)?);
         options_file::persist_options(&inner)?;
         let mut threads = flush::start_background(&inner)?;
-        match properties::start_stats_dump(&inner) {
-            Ok(t) => threads.extend(t),
-            Err(e) => {
-                drop(Db { inner, threads });
-                return Err(e);
+        for start in [properties::start_stats_dump, stats_history::start] {
+            match start(&inner) {
+                Ok(t) => threads.extend(t),
+                Err(e) => {
+                    drop(Db { inner, threads });
+                    return Err(e);
+                }
             }
         }
         let db_threads = compact::start_compaction_threads(&inner);

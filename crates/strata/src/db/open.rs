@@ -769,6 +769,7 @@ fn assemble(mut p: Parts<'_>) -> DbInner {
         snapshots: Arc::default(),
         stats: db_stats,
         info_log: p.info_log,
+        stats_history: Mutex::default(),
         stall_started_micros: AtomicU64::new(0),
         slowdown_started_micros: AtomicU64::new(0),
         stall_families: Mutex::new((String::new(), String::new())),

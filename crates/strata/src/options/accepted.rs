@@ -166,8 +166,6 @@ pub struct AcceptedOptions {
     /// `paranoid_file_checks`: a new table is not read back whole after it is written; its
     /// blocks' checksums are verified when they are read.
     pub paranoid_file_checks: bool,
-    /// `stats_persist_period_sec`: statistics are not persisted.
-    pub stats_persist_period_sec: u32,
     /// `use_adaptive_mutex`.
     pub use_adaptive_mutex: bool,
     /// `memtable_whole_key_filtering`: the memtable filter is always on whole keys.
@@ -244,7 +242,6 @@ impl Default for AcceptedOptions {
             max_write_buffer_size_to_maintain: 0,
             report_bg_io_stats: false,
             paranoid_file_checks: false,
-            stats_persist_period_sec: 600,
             use_adaptive_mutex: false,
             memtable_whole_key_filtering: false,
             manifest_preallocation_size: 4 << 20,
@@ -315,7 +312,6 @@ impl AcceptedOptions {
             ),
             ("report_bg_io_stats", u8::from(self.report_bg_io_stats).to_string()),
             ("paranoid_file_checks", u8::from(self.paranoid_file_checks).to_string()),
-            ("stats_persist_period_sec", self.stats_persist_period_sec.to_string()),
             ("use_adaptive_mutex", u8::from(self.use_adaptive_mutex).to_string()),
             (
                 "memtable_whole_key_filtering",

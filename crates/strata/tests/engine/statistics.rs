@@ -268,3 +268,69 @@ fn memory_usage_follows_the_memtables_and_caches() {
     assert_eq!(usage.approximate_mem_table_readers_total(), readers);
     assert_eq!(usage.approximate_cache_total(), after_reads.cache_total);
 }
+
+/// The statistics history (`Db::get_stats_history`, `db/stats_history.rs`): every
+/// `stats_persist_period_sec` a record of each ticker's change since the last; records read
+/// by time range; none without statistics or past `stats_history_buffer_size`.
+#[test]
+fn the_stats_history_records_changes_per_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.create_if_missing = true;
+    opts.enable_statistics();
+    opts.set_stats_persist_period_sec(1);
+    let db = Db::open(&opts, dir.path().join("a")).unwrap();
+    let written = Ticker::NumberKeysWritten.name();
+    // Writes until a record shows some of them (the first round only takes the counts).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut total = 0u64;
+    let records = loop {
+        for i in 0..10 {
+            db.put(key(i), "v").unwrap();
+        }
+        total += 10;
+        let mut it = db.get_stats_history(0, u64::MAX).unwrap();
+        let mut records = Vec::new();
+        while it.valid() {
+            records.push((it.stats_time(), it.stats_map()));
+            it.next();
+        }
+        it.status().unwrap();
+        if records.iter().any(|(_, m)| m[written] > 0) {
+            break records;
+        }
+        assert!(std::time::Instant::now() < deadline, "no record after 20 s: {records:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let sum: u64 = records.iter().map(|(_, m)| m[written]).sum();
+    assert!(sum <= total, "changes, not totals: {sum} of {total} writes");
+    assert!(records.windows(2).all(|w| w[0].0 < w[1].0), "oldest first");
+    assert_eq!(records[0].1.len(), Ticker::iter().count(), "every ticker by name");
+    // One record by its time range; none in an empty range; a reversed range refused.
+    let (t, _) = records[0];
+    let mut one = db.get_stats_history(t, t + 1).unwrap();
+    assert!(one.valid() && one.stats_time() == t);
+    one.next();
+    assert!(!one.valid());
+    assert!(!db.get_stats_history(t, t).unwrap().valid());
+    assert!(matches!(db.get_stats_history(t + 1, t), Err(strata::Error::InvalidArgument(_))));
+    drop(db);
+    // Without room for one record, or without statistics, none is kept.
+    let mut small = opts.clone();
+    small.set_stats_history_buffer_size(1);
+    let mut plain = Options { create_if_missing: true, ..Options::default() };
+    plain.set_stats_persist_period_sec(1);
+    let dbs = [
+        Db::open(&small, dir.path().join("b")).unwrap(),
+        Db::open(&plain, dir.path().join("c")).unwrap(),
+    ];
+    for _ in 0..3 {
+        for db in &dbs {
+            db.put("k", "v").unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+    }
+    for db in &dbs {
+        assert!(!db.get_stats_history(0, u64::MAX).unwrap().valid());
+    }
+}

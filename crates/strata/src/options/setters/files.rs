@@ -151,9 +151,14 @@ impl Options {
         self.accepted.skip_stats_update_on_db_open = skip;
     }
 
-    /// `stats_persist_period_sec`: kept.
+    /// `stats_persist_period_sec`: seconds between records of the statistics history.
     pub fn set_stats_persist_period_sec(&mut self, period: u32) {
-        self.accepted.stats_persist_period_sec = period;
+        self.stats_persist_period_sec = period;
+    }
+
+    /// `stats_history_buffer_size`: bytes the statistics history may take.
+    pub fn set_stats_history_buffer_size(&mut self, size: usize) {
+        self.stats_history_buffer_size = size;
     }
 
     /// `report_bg_io_stats`: kept.
