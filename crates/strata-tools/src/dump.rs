@@ -230,9 +230,10 @@ pub fn dump_manifest(out: &mut dyn Write, f: Bytes, path: &Path) -> Result<Outco
                     },
                     t.file_checksum.map_or(String::new(), |c| format!(" crc32c {c:08x}"))
                 ),
-                EditItem::BlobFile { number, records, bytes } => {
-                    format!("blob_file #{number} records {records} bytes {bytes}")
-                }
+                EditItem::BlobFile { number, records, bytes, file_checksum } => format!(
+                    "blob_file #{number} records {records} bytes {bytes}{}",
+                    file_checksum.map_or(String::new(), |c| format!(" crc32c {c:08x}"))
+                ),
                 EditItem::BlobGarbage { number, records, bytes } => {
                     format!("blob_garbage #{number} records {records} bytes {bytes}")
                 }

@@ -444,6 +444,7 @@ pub fn build_blob_file(n: usize, compression: u8) -> Vec<u8> {
         column_family: 0,
         relocate_below: None,
         statistics: None,
+        file_checksum: false,
     };
     let Ok(mut w) = BlobFileWriter::start(path.clone(), file, FileNumber(1), &cfg) else {
         unreachable!("MemFs append")

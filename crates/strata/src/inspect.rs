@@ -408,6 +408,8 @@ pub enum EditItem {
         records: u64,
         /// Their bytes (headers, keys and values).
         bytes: u64,
+        /// The CRC32C of the whole file (the `FileChecksum` tag; `Options::file_checksums`).
+        file_checksum: Option<u32>,
     },
     /// Records of a blob file that became garbage (`BlobGarbage`).
     BlobGarbage {
@@ -465,7 +467,12 @@ fn edit_items(path: &Path, offset: u64, e: &VersionEdit) -> Result<Vec<EditItem>
         items.push(EditItem::LastSequence(s.0));
     }
     for b in &e.blob_files_added {
-        items.push(EditItem::BlobFile { number: b.number.0, records: b.records, bytes: b.bytes });
+        items.push(EditItem::BlobFile {
+            number: b.number.0,
+            records: b.records,
+            bytes: b.bytes,
+            file_checksum: b.file_checksum,
+        });
     }
     for g in &e.blob_garbage {
         items.push(EditItem::BlobGarbage {

@@ -41,6 +41,7 @@ fn config() -> BlobWriteConfig {
         column_family: 0,
         relocate_below: None,
         statistics: None,
+        file_checksum: false,
     }
 }
 

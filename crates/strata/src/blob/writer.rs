@@ -35,6 +35,8 @@ pub(crate) struct BlobFileWriter {
     compresses: bool,
     buf: Vec<u8>,
     statistics: Option<Arc<Statistics>>,
+    /// The running CRC32C of every byte written (`BlobWriteConfig::file_checksum`).
+    crc: Option<u32>,
 }
 
 impl BlobFileWriter {
@@ -51,7 +53,9 @@ impl BlobFileWriter {
         let compression = cfg.compression.stored_as();
         let statistics = cfg.statistics.clone();
         let column_family = cfg.column_family;
-        file.append(&Header { compression, column_family }.encode())?;
+        let header = Header { compression, column_family }.encode();
+        file.append(&header)?;
+        let crc = cfg.file_checksum.then(|| crc32c::crc32c(&header));
         tick(statistics.as_ref(), Ticker::BlobDbBlobFileBytesWritten, HEADER_LEN as u64);
         Ok(BlobFileWriter {
             number,
@@ -64,6 +68,7 @@ impl BlobFileWriter {
             compresses: compression != CompressionType::None,
             buf: Vec::new(),
             statistics,
+            crc,
         })
     }
 
@@ -97,8 +102,8 @@ impl BlobFileWriter {
         {
             let _timer =
                 StopWatch::start(self.statistics.as_ref(), Histogram::BlobDbBlobFileWriteMicros);
-            self.file.append(&self.buf)?;
-            self.file.append(stored)?;
+            append(self.file.as_mut(), &mut self.crc, &self.buf)?;
+            append(self.file.as_mut(), &mut self.crc, stored)?;
         }
         let size = format::record_size(key.len(), stored.len() as u64);
         tick(self.statistics.as_ref(), Ticker::BlobDbBlobFileBytesWritten, size);
@@ -136,7 +141,7 @@ impl BlobFileWriter {
     /// Writes the footer and syncs the file (its directory entry is the caller's to sync).
     pub fn finish(mut self) -> Result<BlobFileAddition> {
         let footer = Footer { records: self.records, record_bytes: self.record_bytes };
-        self.file.append(&footer.encode())?;
+        append(self.file.as_mut(), &mut self.crc, &footer.encode())?;
         tick(self.statistics.as_ref(), Ticker::BlobDbBlobFileBytesWritten, FOOTER_LEN as u64);
         crate::kill_point!("blob.sync");
         self.file.flush()?;
@@ -145,8 +150,18 @@ impl BlobFileWriter {
             number: self.number,
             records: self.records,
             bytes: self.record_bytes,
+            file_checksum: self.crc,
         })
     }
+}
+
+/// Appends `data` to `file`, keeping the running checksum `crc` (when one is kept).
+fn append(file: &mut dyn WritableFile, crc: &mut Option<u32>, data: &[u8]) -> Result<()> {
+    file.append(data)?;
+    if let Some(c) = crc {
+        *c = crc32c::crc32c_append(*c, data);
+    }
+    Ok(())
 }
 
 /// A handle that makes a blob file's records durable without holding its writer
@@ -197,6 +212,8 @@ pub(crate) struct BlobWriteConfig {
     /// Where the blob files written and the values relocated are counted: the DB's
     /// `Options::statistics` (a family's own options hold none of their own).
     pub statistics: Option<Arc<Statistics>>,
+    /// Keep the CRC32C of each file whole for the MANIFEST (`Options::file_checksums`).
+    pub file_checksum: bool,
 }
 
 /// Counts of blob records by file: what a compaction read (indexes in its input) or wrote

@@ -72,6 +72,7 @@ mod tests {
                 number: FileNumber(b),
                 records: 10,
                 bytes: 1000,
+                file_checksum: None,
             });
         }
         e.blob_garbage.push(BlobGarbage { number: FileNumber(1), records: 5, bytes: garbage });

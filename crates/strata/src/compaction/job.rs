@@ -637,6 +637,7 @@ mod tests {
                 column_family: 0,
                 relocate_below: None,
                 statistics: None,
+                file_checksum: false,
             },
             blob_dir: std::path::Path::new("/db"),
             blobs: None,

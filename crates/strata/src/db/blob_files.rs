@@ -38,6 +38,7 @@ pub(crate) fn config(
         column_family: cf,
         relocate_below,
         statistics,
+        file_checksum: opts.file_checksums,
     }
 }
 

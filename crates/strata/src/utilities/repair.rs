@@ -261,6 +261,7 @@ fn rebuild(opts: &Options, fs: &Arc<dyn FileSystem>, dir: &Path) -> Result<Repai
                                 number: b,
                                 records: r.footer().map_or(0, |f| f.records),
                                 bytes: r.footer().map_or(0, |f| f.record_bytes),
+                                file_checksum: None,
                             })
                             .map_err(|e| e.to_string())
                     });

@@ -19,6 +19,8 @@ pub(crate) struct BlobFileMeta {
     pub bytes: u64,
     pub garbage_records: u64,
     pub garbage_bytes: u64,
+    /// The CRC32C of the whole file, when the DB computed one (`Options::file_checksums`).
+    pub file_checksum: Option<u32>,
 }
 
 impl BlobFileMeta {
@@ -84,7 +86,12 @@ impl BlobFiles {
         }
         let mut files = (*self.files).clone();
         for a in &edit.blob_files_added {
-            let meta = BlobFileMeta { records: a.records, bytes: a.bytes, ..Default::default() };
+            let meta = BlobFileMeta {
+                records: a.records,
+                bytes: a.bytes,
+                file_checksum: a.file_checksum,
+                ..Default::default()
+            };
             if files.insert(a.number, meta).is_some() {
                 return bad(format!("edit adds blob file {}, which exists", a.number));
             }
@@ -128,6 +135,7 @@ impl BlobFiles {
                 number,
                 records: m.records,
                 bytes: m.bytes,
+                file_checksum: m.file_checksum,
             });
             if m.garbage_records > 0 || m.garbage_bytes > 0 {
                 e.blob_garbage.push(super::edit::BlobGarbage {
@@ -155,7 +163,7 @@ mod tests {
     }
 
     fn add(n: u64, records: u64, bytes: u64) -> BlobFileAddition {
-        BlobFileAddition { number: FileNumber(n), records, bytes }
+        BlobFileAddition { number: FileNumber(n), records, bytes, file_checksum: None }
     }
 
     #[test]

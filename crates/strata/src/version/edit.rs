@@ -55,7 +55,8 @@
 //!                          the same edit holds indexes into; written only when it holds any)
 //! 0x400A FileChecksum      varint len | varint64 file number | varint len | function name
 //!                          | varint len | checksum bytes
-//!                          (the whole-file checksum of a table added earlier in the same edit,
+//!                          (the whole-file checksum of a table or blob file added earlier in
+//!                          the same edit,
 //!                          `Options::file_checksums`; function `FileChecksumCrc32c`, checksum
 //!                          the CRC32C as fixed32. Written only when computed; safe to ignore:
 //!                          a reader without it has no checksum to verify the file against, and
@@ -128,12 +129,14 @@ pub(crate) mod tag {
     pub const BLOB_REFS: u32 = 18;
 }
 
-/// A blob file written whole: its number, records and their bytes (`docs/format/blob.md`).
+/// A blob file written whole: its number, records and their bytes (`docs/format/blob.md`),
+/// and the CRC32C of the whole file when the DB computed one (`Options::file_checksums`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct BlobFileAddition {
     pub number: FileNumber,
     pub records: u64,
     pub bytes: u64,
+    pub file_checksum: Option<u32>,
 }
 
 /// Records of a blob file that became garbage: their count and bytes.
@@ -305,6 +308,9 @@ impl VersionEdit {
             put_varint64(buf, b.number.0);
             put_varint64(buf, b.records);
             put_varint64(buf, b.bytes);
+            if let Some(crc) = b.file_checksum {
+                put_file_checksum(buf, b.number, crc);
+            }
         }
         for g in &self.blob_garbage {
             put_varint32(buf, tag::BLOB_GARBAGE);
@@ -354,12 +360,7 @@ impl VersionEdit {
                 }
             }
             if let Some(crc) = f.file_checksum {
-                let mut payload = Vec::new();
-                put_varint64(&mut payload, f.number.0);
-                put_length_prefixed(&mut payload, CRC32C_CHECKSUM_NAME.as_bytes());
-                put_length_prefixed(&mut payload, &crc.to_le_bytes());
-                put_varint32(buf, tag::FILE_CHECKSUM);
-                put_length_prefixed(buf, &payload);
+                put_file_checksum(buf, f.number, crc);
             }
         }
     }
@@ -495,7 +496,12 @@ impl VersionEdit {
                     let number = FileNumber(d.u64("blob file number")?);
                     let records = d.u64("blob file records")?;
                     let bytes = d.u64("blob file bytes")?;
-                    e.blob_files_added.push(BlobFileAddition { number, records, bytes });
+                    e.blob_files_added.push(BlobFileAddition {
+                        number,
+                        records,
+                        bytes,
+                        file_checksum: None,
+                    });
                 }
                 tag::BLOB_GARBAGE => {
                     let number = FileNumber(d.u64("blob garbage file number")?);
@@ -537,13 +543,17 @@ impl VersionEdit {
                         return Err(d.err("bad file checksum"));
                     };
                     // Safe to ignore: another function's checksum, or one for a file the
-                    // edit does not add, is dropped.
+                    // edit does not add (a table or a blob file), is dropped.
                     let crc = <[u8; 4]>::try_from(sum).ok().map(u32::from_le_bytes);
                     if let (true, Some(crc)) = (name == CRC32C_CHECKSUM_NAME.as_bytes(), crc) {
                         if let Some((_, f)) =
                             e.new_files.iter_mut().rev().find(|(_, f)| f.number.0 == number)
                         {
                             f.file_checksum = Some(crc);
+                        } else if let Some(b) =
+                            e.blob_files_added.iter_mut().rev().find(|b| b.number.0 == number)
+                        {
+                            b.file_checksum = Some(crc);
                         }
                     }
                 }
@@ -574,6 +584,16 @@ impl VersionEdit {
             other => other,
         })
     }
+}
+
+/// The `FileChecksum` field of file `number` (a table or a blob file the edit adds).
+fn put_file_checksum(buf: &mut Vec<u8>, number: FileNumber, crc: u32) {
+    let mut payload = Vec::new();
+    put_varint64(&mut payload, number.0);
+    put_length_prefixed(&mut payload, CRC32C_CHECKSUM_NAME.as_bytes());
+    put_length_prefixed(&mut payload, &crc.to_le_bytes());
+    put_varint32(buf, tag::FILE_CHECKSUM);
+    put_length_prefixed(buf, &payload);
 }
 
 fn put_level(buf: &mut Vec<u8>, level: usize) {
@@ -678,6 +698,13 @@ mod tests {
             number: FileNumber(2),
             records: 9,
             bytes: 1 << 40,
+            file_checksum: None,
+        });
+        e.blob_files_added.push(BlobFileAddition {
+            number: FileNumber(3),
+            records: 1,
+            bytes: 10,
+            file_checksum: Some(0xb10b_c4c),
         });
         e.blob_garbage.push(BlobGarbage { number: FileNumber(2), records: 1, bytes: 300 });
         e

@@ -1,11 +1,12 @@
 //! Whole-file checksums (`Options::file_checksums`, `db/file_checksums.rs`): flushes,
 //! compactions and ingestion record each table's CRC32C in the MANIFEST; they survive a
 //! reopen and a checkpoint; `verify_file_checksums` passes on intact files and names the file
-//! whose bytes changed; tables written with the option off have none and are not checked.
+//! whose bytes changed; tables written with the option off have none and are not checked;
+//! blob files carry theirs the same way.
 
 use std::path::Path;
 
-use strata::{Checkpoint, Db, ErrorKind, Options, SstFileWriter};
+use strata::{BlobOptions, Checkpoint, Db, ErrorKind, Options, SstFileWriter};
 
 fn options(checksums: bool) -> Options {
     Options {
@@ -114,4 +115,57 @@ fn an_ingested_file_gets_its_checksum() {
     assert_eq!(info.len(), 1);
     assert_eq!(info[0].checksum, Some(want));
     db.verify_file_checksums().unwrap();
+}
+
+#[test]
+fn blob_files_carry_checksums_through_compactions_reopens_and_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let blob = BlobOptions { enable_blob_files: true, min_blob_size: 32, ..BlobOptions::default() };
+    let o = Options { blob: blob.clone(), ..options(true) };
+    let db = Db::open(&o, &path).unwrap();
+    fill(&db, 0, 300);
+    fill(&db, 100, 300);
+    let blobs = |db: &Db| {
+        db.get_live_files_checksum_info()
+            .into_iter()
+            .filter(|f| f.name.ends_with(".blob"))
+            .collect::<Vec<_>>()
+    };
+    let info = blobs(&db);
+    assert_eq!(info.len(), 2, "one blob file per flush: {info:?}");
+    for f in &info {
+        assert_eq!(f.checksum_func_name, "FileChecksumCrc32c");
+        assert_eq!(f.checksum, Some(crc_of(&path.join(&f.name))), "{f:?}");
+    }
+    db.verify_file_checksums().unwrap();
+    // Garbage collection rewrites the values into new blob files, with checksums of their own.
+    db.set_options(&[("enable_blob_garbage_collection", "true")]).unwrap();
+    db.set_options(&[("blob_garbage_collection_age_cutoff", "1.0")]).unwrap();
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    let after = blobs(&db);
+    assert!(!after.is_empty() && after.iter().all(|f| !info.contains(f)), "{after:?}");
+    for f in &after {
+        assert_eq!(f.checksum, Some(crc_of(&path.join(&f.name))), "{f:?}");
+    }
+    drop(db);
+    let db = Db::open(&Options { blob: blob.clone(), ..options(false) }, &path).unwrap();
+    assert_eq!(blobs(&db), after, "the MANIFEST keeps them");
+    let cp = dir.path().join("cp");
+    Checkpoint::create(&db, &cp).unwrap();
+    let copy = Db::open(&Options { blob: blob.clone(), ..options(false) }, &cp).unwrap();
+    assert_eq!(blobs(&copy), after);
+    copy.verify_file_checksums().unwrap();
+    drop((copy, db));
+    // A changed byte of a blob value: named by the whole-file check.
+    let file = path.join(&after[0].name);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    let db = Db::open(&Options { paranoid_checks: false, blob, ..options(true) }, &path).unwrap();
+    let e = db.verify_file_checksums().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains(&after[0].name) && msg.contains("file checksum mismatch"), "{msg}");
 }
