@@ -453,7 +453,7 @@ pub trait Engine: Send + Sync {
     }
     /// The statistics history (RocksDB's `GetStatsHistory`): each record's time (seconds since
     /// the Unix epoch) and every ticker's change by name, oldest first.
-    fn stats_history(&self) -> Result<Vec<(u64, Vec<(String, u64)>)>> {
+    fn stats_history(&self) -> Result<StatsRecords> {
         bail!("this engine keeps no statistics history")
     }
     /// Resets the engine's statistics (`resetstats`).
@@ -483,6 +483,10 @@ pub trait Engine: Send + Sync {
 /// The RocksDB release the `rocksdb` crate's `librocksdb-sys` bundles (the `+X.Y.Z` of its
 /// version in `Cargo.lock`; a test keeps the two equal).
 pub const ROCKSDB_VERSION: &str = "11.8.1";
+
+/// A statistics history ([`Engine::stats_history`]): per record its time (seconds since the
+/// Unix epoch) and each ticker's name and change.
+pub type StatsRecords = Vec<(u64, Vec<(String, u64)>)>;
 
 /// One live table file (what `compact0`/`compact1` need of `GetLiveFilesMetaData`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -927,7 +927,7 @@ impl Engine for StrataEngine {
             .ok_or_else(|| anyhow!("sstables: strata has no strata.sstables property yet"))
     }
 
-    fn stats_history(&self) -> Result<Vec<(u64, Vec<(String, u64)>)>> {
+    fn stats_history(&self) -> Result<super::StatsRecords> {
         let mut it = self.db.get_stats_history(0, u64::MAX)?;
         let mut out = Vec::new();
         while it.valid() {

@@ -704,7 +704,7 @@ mod tests {
             number: FileNumber(3),
             records: 1,
             bytes: 10,
-            file_checksum: Some(0xb10b_c4c),
+            file_checksum: Some(0x0b10_bc4c),
         });
         e.blob_garbage.push(BlobGarbage { number: FileNumber(2), records: 1, bytes: 300 });
         e

@@ -275,8 +275,7 @@ fn memory_usage_follows_the_memtables_and_caches() {
 #[test]
 fn the_stats_history_records_changes_per_period() {
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = Options::default();
-    opts.create_if_missing = true;
+    let mut opts = Options { create_if_missing: true, ..Options::default() };
     opts.enable_statistics();
     opts.set_stats_persist_period_sec(1);
     let db = Db::open(&opts, dir.path().join("a")).unwrap();

@@ -129,7 +129,7 @@ fn blob_files_carry_checksums_through_compactions_reopens_and_checkpoints() {
     let blobs = |db: &Db| {
         db.get_live_files_checksum_info()
             .into_iter()
-            .filter(|f| f.name.ends_with(".blob"))
+            .filter(|f| Path::new(&f.name).extension().is_some_and(|e| e == "blob"))
             .collect::<Vec<_>>()
     };
     let info = blobs(&db);
