@@ -46,10 +46,8 @@ impl Db {
         V: AsRef<[u8]>,
         S: AsRef<[u8]>,
     {
-        let size = self.default_timestamp_size();
-        let mut b = WriteBatch::new();
-        b.add_with_ts(0, size, ValueType::Value, key.as_ref(), ts.as_ref(), Some(value.as_ref()));
-        self.write_opt(b, opts)
+        let value = Some(value.as_ref());
+        self.write_default_with_ts(ValueType::Value, key.as_ref(), ts.as_ref(), value, *opts)
     }
 
     /// [`Db::put_with_ts`] in family `cf`.
@@ -100,10 +98,7 @@ impl Db {
         ts: S,
         opts: &WriteOptions,
     ) -> Result<()> {
-        let size = self.default_timestamp_size();
-        let mut b = WriteBatch::new();
-        b.add_with_ts(0, size, ValueType::Deletion, key.as_ref(), ts.as_ref(), None);
-        self.write_opt(b, opts)
+        self.write_default_with_ts(ValueType::Deletion, key.as_ref(), ts.as_ref(), None, *opts)
     }
 
     /// [`Db::delete_with_ts`] in family `cf`.
@@ -154,10 +149,8 @@ impl Db {
         V: AsRef<[u8]>,
         S: AsRef<[u8]>,
     {
-        let size = self.default_timestamp_size();
-        let mut b = WriteBatch::new();
-        b.add_with_ts(0, size, ValueType::Merge, key.as_ref(), ts.as_ref(), Some(value.as_ref()));
-        self.write_opt(b, opts)
+        let value = Some(value.as_ref());
+        self.write_default_with_ts(ValueType::Merge, key.as_ref(), ts.as_ref(), value, *opts)
     }
 
     /// [`Db::merge_with_ts`] in family `cf`.
@@ -263,6 +256,22 @@ impl Db {
             return Err(no_timestamps("get_full_history_ts_low"));
         }
         Ok(cfd.full_history_ts_low().unwrap_or_default())
+    }
+
+    /// Writes `key | ts` (`t`: a put or merge of `value`, or a deletion) in the `default`
+    /// family.
+    fn write_default_with_ts(
+        &self,
+        t: ValueType,
+        key: &[u8],
+        ts: &[u8],
+        value: Option<&[u8]>,
+        opts: WriteOptions,
+    ) -> Result<()> {
+        let size = self.default_timestamp_size();
+        let mut b = WriteBatch::new();
+        b.add_with_ts(0, size, t, key, ts, value);
+        self.write_opt(b, &opts)
     }
 
     /// Bytes of the `default` family's timestamps (0: none).

@@ -411,9 +411,14 @@ fn model_history(m: &Model, start: u64, t: u64) -> History {
     out
 }
 
-/// The versions a history iterator returns, each parsed from its internal key (`key | ts |
-/// trailer`, the type in the trailer's low byte: 0 a deletion).
-fn history(db: &Db, ro: ReadOptions, forward: bool) -> History {
+/// What a cursor with `ro` yields, one way or the other, each entry (key, value, timestamp)
+/// made into a `T` by `f`; in key order either way.
+fn walk<T>(
+    db: &Db,
+    ro: ReadOptions,
+    forward: bool,
+    mut f: impl FnMut(&[u8], &[u8], &[u8]) -> T,
+) -> Vec<T> {
     let mut it = db.raw_iterator_opt(ro);
     let mut out = Vec::new();
     if forward {
@@ -421,12 +426,8 @@ fn history(db: &Db, ro: ReadOptions, forward: bool) -> History {
     } else {
         it.seek_to_last();
     }
-    while let (Some(ikey), Some(v), Some(t)) = (it.key(), it.value(), it.timestamp()) {
-        let (stored, trailer) = ikey.split_at(ikey.len() - 8);
-        let (k, kt) = stored.split_at(stored.len() - TS);
-        assert_eq!(kt, t, "the internal key names the version's timestamp");
-        let deleted = trailer[0] == 0; // little-endian: the type first
-        out.push((k.to_vec(), ts_of(t), v.to_vec(), deleted));
+    while let (Some(k), Some(v), Some(t)) = (it.key(), it.value(), it.timestamp()) {
+        out.push(f(k, v, t));
         if forward {
             it.next();
         } else {
@@ -438,6 +439,18 @@ fn history(db: &Db, ro: ReadOptions, forward: bool) -> History {
         out.reverse();
     }
     out
+}
+
+/// The versions a history iterator returns, each parsed from its internal key (`key | ts |
+/// trailer`, the type in the trailer's low byte: 0 a deletion).
+fn history(db: &Db, ro: ReadOptions, forward: bool) -> History {
+    walk(db, ro, forward, |ikey, v, t| {
+        let (stored, trailer) = ikey.split_at(ikey.len() - 8);
+        let (k, kt) = stored.split_at(stored.len() - TS);
+        assert_eq!(kt, t, "the internal key names the version's timestamp");
+        let deleted = trailer[0] == 0; // little-endian: the type first
+        (k.to_vec(), ts_of(t), v.to_vec(), deleted)
+    })
 }
 
 fn history_ro(start: u64, t: u64) -> ReadOptions {
@@ -447,26 +460,7 @@ fn history_ro(start: u64, t: u64) -> ReadOptions {
 }
 
 fn scan(db: &Db, ro: ReadOptions, forward: bool) -> Vec<(Vec<u8>, Vec<u8>, u64)> {
-    let mut it = db.raw_iterator_opt(ro);
-    let mut out = Vec::new();
-    if forward {
-        it.seek_to_first();
-    } else {
-        it.seek_to_last();
-    }
-    while let (Some(k), Some(v), Some(t)) = (it.key(), it.value(), it.timestamp()) {
-        out.push((k.to_vec(), v.to_vec(), ts_of(t)));
-        if forward {
-            it.next();
-        } else {
-            it.prev();
-        }
-    }
-    it.status().unwrap();
-    if !forward {
-        out.reverse();
-    }
-    out
+    walk(db, ro, forward, |k, v, t| (k.to_vec(), v.to_vec(), ts_of(t)))
 }
 
 #[test]

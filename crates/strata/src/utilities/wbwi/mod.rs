@@ -30,11 +30,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use self::base_delta::BaseDelta;
-use self::index::{CfIndex, Lookup};
+use self::index::{CfIndex, Chain, Lookup};
 use crate::column_family::{AsColumnFamilyRef, ColumnFamilyId, DEFAULT_COLUMN_FAMILY_ID};
 use crate::comparator::KeyOrder;
 use crate::db::{Cfd, Db, DbRawIterator};
 use crate::error::{Error, Result};
+use crate::merge_operator::MergeOperator;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::types::ValueType;
 use crate::wide_columns::WideColumns;
@@ -280,14 +281,29 @@ impl WriteBatchWithIndex {
         key: &[u8],
         options: &Options,
     ) -> Result<Option<Vec<u8>>> {
+        let op = options.merge_operator.as_deref();
+        self.read_batch_with(cf, key, "value", "get_from_batch_and_db", |c| {
+            c.resolve(key, None, op)
+        })
+    }
+
+    /// What the batch alone makes of `key` through `resolve` (its value or columns, `what`):
+    /// `InvalidArgument` when only merges touched it (naming `instead`, the read with the DB).
+    fn read_batch_with<T>(
+        &self,
+        cf: ColumnFamilyId,
+        key: &[u8],
+        what: &str,
+        instead: &str,
+        resolve: impl FnOnce(&Chain) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
         let Some(ix) = self.index.get(&cf) else { return Ok(None) };
         match ix.lookup(key) {
             Lookup::Chain(c) if c.needs_db() => Err(Error::InvalidArgument(format!(
-                "key {:?} is only merged in the batch: its value needs the DB's \
-                 (get_from_batch_and_db)",
+                "key {:?} is only merged in the batch: its {what} needs the DB's ({instead})",
                 String::from_utf8_lossy(key)
             ))),
-            Lookup::Chain(c) => c.resolve(key, None, options.merge_operator.as_deref()),
+            Lookup::Chain(c) => resolve(c),
             Lookup::RangeDeleted | Lookup::Untouched => Ok(None),
         }
     }
@@ -335,6 +351,22 @@ impl WriteBatchWithIndex {
         read: impl FnOnce() -> Result<Option<Vec<u8>>>,
         family: impl FnOnce() -> Result<Arc<Cfd>>,
     ) -> Result<Option<Vec<u8>>> {
+        self.read_batch_and_db_with(cf, key, read, family, |c, base, op| {
+            c.resolve(key, base.as_deref(), op)
+        })
+    }
+
+    /// What the batch makes of `key` over `read` (the DB's value or columns) through
+    /// `resolve`, given the chain, the DB's when the chain needs it, and the merge operator
+    /// of the family `family` gives.
+    fn read_batch_and_db_with<T>(
+        &self,
+        cf: ColumnFamilyId,
+        key: &[u8],
+        read: impl FnOnce() -> Result<Option<T>>,
+        family: impl FnOnce() -> Result<Arc<Cfd>>,
+        resolve: impl FnOnce(&Chain, Option<T>, Option<&dyn MergeOperator>) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
         let Some(ix) = self.index.get(&cf) else { return read() };
         let cfd = family()?;
         same_order(ix, &cfd.opts.comparator, &cfd.name)?;
@@ -343,7 +375,7 @@ impl WriteBatchWithIndex {
             Lookup::RangeDeleted => Ok(None),
             Lookup::Chain(c) => {
                 let base = if c.needs_db() { read()? } else { None };
-                c.resolve(key, base.as_deref(), cfd.opts.merge_operator.as_deref())
+                resolve(c, base, cfd.opts.merge_operator.as_deref())
             }
         }
     }
@@ -375,16 +407,10 @@ impl WriteBatchWithIndex {
         key: &[u8],
         options: &Options,
     ) -> Result<Option<WideColumns>> {
-        let Some(ix) = self.index.get(&cf) else { return Ok(None) };
-        match ix.lookup(key) {
-            Lookup::Chain(c) if c.needs_db() => Err(Error::InvalidArgument(format!(
-                "key {:?} is only merged in the batch: its columns need the DB's \
-                 (get_entity_from_batch_and_db)",
-                String::from_utf8_lossy(key)
-            ))),
-            Lookup::Chain(c) => c.resolve_entity(key, None, options.merge_operator.as_deref()),
-            Lookup::RangeDeleted | Lookup::Untouched => Ok(None),
-        }
+        let op = options.merge_operator.as_deref();
+        self.read_batch_with(cf, key, "columns", "get_entity_from_batch_and_db", |c| {
+            c.resolve_entity(key, None, op)
+        })
     }
 
     /// `key`'s wide columns in `db` (read with `readopts`) with the batch's updates applied
@@ -431,17 +457,9 @@ impl WriteBatchWithIndex {
         read: impl FnOnce() -> Result<Option<WideColumns>>,
         family: impl FnOnce() -> Result<Arc<Cfd>>,
     ) -> Result<Option<WideColumns>> {
-        let Some(ix) = self.index.get(&cf) else { return read() };
-        let cfd = family()?;
-        same_order(ix, &cfd.opts.comparator, &cfd.name)?;
-        match ix.lookup(key) {
-            Lookup::Untouched => read(),
-            Lookup::RangeDeleted => Ok(None),
-            Lookup::Chain(c) => {
-                let base = if c.needs_db() { read()? } else { None };
-                c.resolve_entity(key, base, cfd.opts.merge_operator.as_deref())
-            }
-        }
+        self.read_batch_and_db_with(cf, key, read, family, |c, base, op| {
+            c.resolve_entity(key, base, op)
+        })
     }
 
     /// A cursor over `base` (a cursor of the default column family) with the batch's updates
