@@ -90,6 +90,17 @@ impl IterSource {
         }
     }
 
+    /// The cursor of a family with user-defined timestamps over the source, at its read
+    /// options' timestamp (`db/ts_iter.rs`); `InvalidArgument` for a family without them.
+    pub(crate) fn ts_cursor(&self) -> Result<super::ts_iter::TsCursor> {
+        let Some(ts) = &self.timestamps else {
+            return Err(Error::InvalidArgument(
+                "the column family has no user-defined timestamps".into(),
+            ));
+        };
+        ts_cursor(&self.table_cache, self.sv.clone(), self.sequence, ts, self, &self.ro)
+    }
+
     /// A new iterator over the source, with `ro` in place of the captured read options
     /// (same snapshot sequence).
     fn build_with(&self, ro: &ReadOptions) -> DbRawIterator {
@@ -199,30 +210,39 @@ fn build_ts_iter(
     source: &IterSource,
     ro: &ReadOptions,
 ) -> DbRawIterator {
-    let read_ts = match ro.read_timestamp(Some(ts)) {
-        Ok(t) => t.unwrap_or_default().to_vec(),
-        Err(e) => return DbRawIterator::new(error_iter(e)),
-    };
-    if ro.prefix_same_as_start {
-        return DbRawIterator::new(error_iter(Error::NotSupported(
-            "prefix_same_as_start in a family with user-defined timestamps".into(),
-        )));
+    match ts_cursor(table_cache, sv, sequence, ts, source, ro) {
+        Ok(c) => DbRawIterator::from_cursor(Box::new(c)),
+        Err(e) => DbRawIterator::new(error_iter(e)),
     }
-    let start_ts = match ro.history_start(ts) {
-        Ok(t) => t.map(<[u8]>::to_vec),
-        Err(e) => return DbRawIterator::new(error_iter(e)),
-    };
+}
+
+/// [`build_ts_iter`]'s cursor; `Err` for read options it refuses.
+fn ts_cursor(
+    table_cache: &Arc<TableCache>,
+    sv: Arc<SuperVersion>,
+    sequence: SeqNo,
+    ts: &Arc<crate::comparator::UserTimestamps>,
+    source: &IterSource,
+    ro: &ReadOptions,
+) -> Result<super::ts_iter::TsCursor> {
+    let read_ts = ro.read_timestamp(Some(ts))?.unwrap_or_default().to_vec();
+    if ro.prefix_same_as_start {
+        return Err(Error::NotSupported(
+            "prefix_same_as_start in a family with user-defined timestamps".into(),
+        ));
+    }
+    let start_ts = ro.history_start(ts)?.map(<[u8]>::to_vec);
     if ro.tailing && start_ts.is_some() {
-        return DbRawIterator::new(error_iter(Error::NotSupported(
+        return Err(Error::NotSupported(
             "a tailing iterator over a history (iter_start_ts)".into(),
-        )));
+        ));
     }
     // A history starts where its oldest version is, the read where it reads; neither may be
     // below what the family still keeps.
     if let Some(low) = source.full_history_ts_low.as_deref() {
         let oldest = start_ts.as_deref().unwrap_or(&read_ts);
         if ts.compare_ts(oldest, low) == std::cmp::Ordering::Less {
-            return DbRawIterator::new(error_iter(below_history(oldest, low)));
+            return Err(below_history(oldest, low));
         }
     }
     let order = sv.version.order().clone();
@@ -231,24 +251,22 @@ fn build_ts_iter(
         Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
         None => Box::new(MergingIterator::new(children, order.clone())),
     };
-    DbRawIterator::from_cursor(Box::new(super::ts_iter::TsCursor::new(
-        super::ts_iter::TsCursorParts {
-            inner,
-            sv,
-            sequence,
-            timestamps: ts.clone(),
-            order,
-            read_ts,
-            start_ts,
-            lower: ro.iterate_lower_bound.clone(),
-            upper: ro.iterate_upper_bound.clone(),
-            merge_operator: source.merge_operator.clone(),
-            blobs: Arc::new(crate::blob::BlobReads {
-                source: source.blobs.clone(),
-                fill: ro.fill_cache,
-            }),
-        },
-    )))
+    Ok(super::ts_iter::TsCursor::new(super::ts_iter::TsCursorParts {
+        inner,
+        sv,
+        sequence,
+        timestamps: ts.clone(),
+        order,
+        read_ts,
+        start_ts,
+        lower: ro.iterate_lower_bound.clone(),
+        upper: ro.iterate_upper_bound.clone(),
+        merge_operator: source.merge_operator.clone(),
+        blobs: Arc::new(crate::blob::BlobReads {
+            source: source.blobs.clone(),
+            fill: ro.fill_cache,
+        }),
+    }))
 }
 
 /// `InvalidArgument` for a read at timestamp `read_ts`, below the family's

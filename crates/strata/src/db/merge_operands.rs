@@ -14,8 +14,10 @@
 //! early: the operands seen up to and including the one it refused are returned.
 //!
 //! A family with a TTL stores each operand and value with its write time: that suffix is
-//! taken off each. A family with user-defined timestamps is refused (`NotSupported`): its
-//! reads go through its own cursor (`db/ts_iter.rs`), which merges.
+//! taken off each. In a family with user-defined timestamps the read is at the read options'
+//! timestamp, through the family's cursor (`db/ts_iter.rs`, `TsCursor::operands_of`): the
+//! operands of the key's version there and of the versions under it, down to a value, as a
+//! read merges them.
 
 use super::read::{search, GetContext};
 use super::{Cfd, DbInner};
@@ -56,23 +58,30 @@ pub(crate) fn get_merge_operands(
     opts: &ReadOptions,
     bounds: &GetMergeOperandsOptions<'_>,
 ) -> Result<Option<Vec<Vec<u8>>>> {
-    if cfd.opts.timestamps.is_some() {
-        return Err(Error::NotSupported(format!(
-            "get_merge_operands: column family {:?} has user-defined timestamps",
-            cfd.name
-        )));
-    }
-    opts.read_timestamp(None)?;
     let _timer = StopWatch::start(inner.stats.user_statistics(), Histogram::DbGet);
-    let sv = cfd.current_super_version();
-    let seq = super::snapshot_reads::read_sequence(inner, cfd, opts)?;
-    let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
-    let blobs = crate::blob::BlobReads { source: &*inner.blobs, fill: opts.fill_cache };
-    ctx.blobs = Some(&blobs);
-    ctx.collect = true;
-    ctx.continue_cb = bounds.continue_cb;
-    search(inner, &sv, key, seq, opts, &mut ctx)?;
-    let Some(mut operands) = ctx.finish_operands()? else { return Ok(None) };
+    let found = if cfd.opts.timestamps.is_some() {
+        // A point read: bounds and a history's start do not apply.
+        let ro = ReadOptions {
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+            iter_start_ts: None,
+            ..opts.clone()
+        };
+        let source = super::iter::IterSource::capture(inner, cfd, &ro)?;
+        source.ts_cursor()?.operands_of(key, bounds.continue_cb)?
+    } else {
+        opts.read_timestamp(None)?;
+        let sv = cfd.current_super_version();
+        let seq = super::snapshot_reads::read_sequence(inner, cfd, opts)?;
+        let mut ctx = GetContext::new(key, cfd.opts.merge_operator.as_deref());
+        let blobs = crate::blob::BlobReads { source: &*inner.blobs, fill: opts.fill_cache };
+        ctx.blobs = Some(&blobs);
+        ctx.collect = true;
+        ctx.continue_cb = bounds.continue_cb;
+        search(inner, &sv, key, seq, opts, &mut ctx)?;
+        ctx.finish_operands()?
+    };
+    let Some(mut operands) = found else { return Ok(None) };
     let max = bounds.expected_max_number_of_operands;
     if max > 0 && operands.len() > max {
         return Err(Error::Incomplete(format!(

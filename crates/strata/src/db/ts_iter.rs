@@ -12,7 +12,8 @@
 //!
 //! A version that is a merge operand reads as the operator's merge of it and the key's older
 //! visible entries down to the first value (the base) or deletion (none), across timestamps
-//! (`TsCursor::merge_down`), as a point read at its timestamp would see it.
+//! (`TsCursor::merge_down`), as a point read at its timestamp would see it; GetMergeOperands
+//! walks the same entries without merging them (`TsCursor::operands_of`).
 //!
 //! **History** (`ReadOptions::set_iter_start_ts`, RocksDB's `iter_start_ts`): the cursor
 //! returns every version whose timestamp lies between the start and the read timestamp, each
@@ -294,6 +295,63 @@ impl TsCursor {
                 ),
             )
         })
+    }
+
+    /// What a read of `key` at the cursor's timestamp merges, unmerged (GetMergeOperands,
+    /// `db/merge_operands.rs`): the operands of its deciding version and those under it down
+    /// to a value, oldest first, that value first; a value alone when the version is one;
+    /// `None` for a deletion or no version. `continue_cb`, asked of each operand newest first,
+    /// ends the walk with the operands seen (the refused one included).
+    pub(crate) fn operands_of(
+        mut self,
+        key: &[u8],
+        continue_cb: Option<super::merge_operands::OperandCallback<'_>>,
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let target = self.seek_key(key);
+        self.inner.seek(&target);
+        let mut stack: Vec<Vec<u8>> = Vec::new(); // newest first
+        let mut found = false;
+        while self.inner.valid() {
+            let t = {
+                let e = self.entry()?;
+                if e.key != key {
+                    break;
+                }
+                if !self.visible(&e) {
+                    None
+                } else {
+                    Some(e.value_type)
+                }
+            };
+            let Some(t) = t else {
+                self.inner.next();
+                continue;
+            };
+            found = true;
+            match t {
+                ValueType::Merge => {
+                    let v = self.inner.value().to_vec();
+                    let go_on = continue_cb.is_none_or(|cb| cb(&v));
+                    stack.push(v);
+                    if !go_on {
+                        break;
+                    }
+                }
+                ValueType::Deletion | ValueType::SingleDeletion => break,
+                ValueType::RangeDeletion => return Err(range_deletion(key)),
+                t => {
+                    stack.push(self.stored_value(t)?);
+                    break;
+                }
+            }
+            self.inner.next();
+        }
+        self.inner.status()?;
+        if !found || stack.is_empty() {
+            return Ok(None);
+        }
+        stack.reverse();
+        Ok(Some(stack))
     }
 
     /// Settles forward from the inner position on the first group (not `skip`) whose deciding

@@ -14,8 +14,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::env::MemFs;
 use strata::{
-    ColumnFamilyDescriptor, CompactOptions, Db, Error, IteratorMode, Options, ReadOptions,
-    SstFileWriter, WriteBatch, WriteOptions,
+    ColumnFamilyDescriptor, CompactOptions, Db, Error, GetMergeOperandsOptions, IteratorMode,
+    Options, ReadOptions, SstFileWriter, WriteBatch, WriteOptions,
 };
 
 const TS: usize = 8;
@@ -228,6 +228,25 @@ fn merges_at_a_timestamp_apply_to_the_versions_below_them() {
         assert_eq!(history(&db, history_ro(1, 9), true), want, "{when}: history");
         assert_eq!(history(&db, history_ro(1, 9), false), want, "{when}: history back");
         assert_eq!(history(&db, history_ro(3, 6), true), want[2..4].to_vec(), "{when}: 3..=6");
+        // GetMergeOperands at a timestamp: what a read there merges, unmerged.
+        let operands = |t: u64| {
+            let bounds = GetMergeOperandsOptions::default();
+            let got = db.get_merge_operands_opt("k", &at(t), &bounds).unwrap();
+            got.map(|o| o.iter().map(|v| String::from_utf8(v.clone()).unwrap()).collect())
+        };
+        let strings = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(operands(0), None, "{when}: operands at 0");
+        assert_eq!(operands(2), strings(&["a"]), "{when}: a value alone");
+        assert_eq!(operands(6), strings(&["a", "b", "c"]), "{when}: operands at 6");
+        assert_eq!(operands(7), None, "{when}: a deletion");
+        assert_eq!(operands(9), strings(&["d"]), "{when}: an operand over a deletion");
+        let newest_only = |v: &[u8]| v != b"c";
+        let bounds = GetMergeOperandsOptions {
+            continue_cb: Some(&newest_only),
+            ..GetMergeOperandsOptions::default()
+        };
+        let got = db.get_merge_operands_opt("k", &at(6), &bounds).unwrap();
+        assert_eq!(got, Some(vec![b"c".to_vec()]), "{when}: the callback ends the walk");
     };
     check("memtable");
     db.flush().unwrap();
