@@ -98,14 +98,17 @@ impl IterSource {
                 "the column family has no user-defined timestamps".into(),
             ));
         };
-        ts_cursor(&self.table_cache, self.sv.clone(), self.sequence, ts, self, &self.ro)
+        ts_cursor(self, ts, &self.ro)
     }
 
     /// A new iterator over the source, with `ro` in place of the captured read options
     /// (same snapshot sequence).
     fn build_with(&self, ro: &ReadOptions) -> DbRawIterator {
         if let Some(ts) = &self.timestamps {
-            return build_ts_iter(&self.table_cache, self.sv.clone(), self.sequence, ts, self, ro);
+            return match ts_cursor(self, ts, ro) {
+                Ok(c) => DbRawIterator::from_cursor(Box::new(c)),
+                Err(e) => DbRawIterator::new(error_iter(e)),
+            };
         }
         DbRawIterator::new(build_iter(
             &self.table_cache,
@@ -200,31 +203,14 @@ fn sources(
     (children, open_error)
 }
 
-/// A cursor over super version `sv` of a family with user-defined timestamps `ts`, at
-/// `sequence` and the read options' timestamp (`db/ts_iter.rs`).
-fn build_ts_iter(
-    table_cache: &Arc<TableCache>,
-    sv: Arc<SuperVersion>,
-    sequence: SeqNo,
-    ts: &Arc<crate::comparator::UserTimestamps>,
-    source: &IterSource,
-    ro: &ReadOptions,
-) -> DbRawIterator {
-    match ts_cursor(table_cache, sv, sequence, ts, source, ro) {
-        Ok(c) => DbRawIterator::from_cursor(Box::new(c)),
-        Err(e) => DbRawIterator::new(error_iter(e)),
-    }
-}
-
-/// [`build_ts_iter`]'s cursor; `Err` for read options it refuses.
+/// The cursor over `source` of its family with user-defined timestamps `ts`, at `ro`'s
+/// timestamp (`db/ts_iter.rs`); `Err` for read options it refuses.
 fn ts_cursor(
-    table_cache: &Arc<TableCache>,
-    sv: Arc<SuperVersion>,
-    sequence: SeqNo,
-    ts: &Arc<crate::comparator::UserTimestamps>,
     source: &IterSource,
+    ts: &Arc<crate::comparator::UserTimestamps>,
     ro: &ReadOptions,
 ) -> Result<super::ts_iter::TsCursor> {
+    let (table_cache, sv, sequence) = (&source.table_cache, source.sv.clone(), source.sequence);
     let read_ts = ro.read_timestamp(Some(ts))?.unwrap_or_default().to_vec();
     if ro.prefix_same_as_start {
         return Err(Error::NotSupported(

@@ -93,13 +93,9 @@ pub(crate) struct TsCursorParts {
 /// key (a blob's record holds the stored key; a history cursor returns the internal key).
 type Deciding = (ValueType, Vec<u8>, Vec<u8>, Vec<u8>);
 
-/// What one entry of a merge's walk down a key adds.
-enum Below {
-    Operand(Vec<u8>),
-    Base(Option<Vec<u8>>),
-    Skip,
-    End,
-}
+/// A walk down a key from a merge operand: the operands newest first, and the value under
+/// them if the walk reached one (`TsCursor::walk_down`).
+type Walk = (Vec<Vec<u8>>, Option<Vec<u8>>);
 
 impl TsCursor {
     pub(crate) fn new(p: TsCursorParts) -> TsCursor {
@@ -240,6 +236,50 @@ impl TsCursor {
         }
     }
 
+    /// The operand under the inner iterator (an entry of `key`) and the key's older entries
+    /// at the read's sequence number down to a value or a deletion: the operands newest
+    /// first, and the value under them (`None` after a deletion or at the key's end).
+    /// `continue_cb`, asked of each operand, ends the walk with the operands seen (the refused
+    /// one included, no value). Leaves the inner iterator anywhere after the operand.
+    fn walk_down(
+        &mut self,
+        key: &[u8],
+        continue_cb: Option<super::merge_operands::OperandCallback<'_>>,
+    ) -> Result<Walk> {
+        let mut operands = Vec::new();
+        loop {
+            let v = self.inner.value().to_vec();
+            let go_on = continue_cb.is_none_or(|cb| cb(&v));
+            operands.push(v);
+            if !go_on {
+                return Ok((operands, None));
+            }
+            // The next entry of `key` the read sees, and its type.
+            let below = loop {
+                self.inner.next();
+                if !self.inner.valid() {
+                    break None;
+                }
+                self.steps += 1;
+                let e = self.entry()?;
+                if e.key != key {
+                    break None;
+                }
+                if e.seq <= self.sequence {
+                    break Some(e.value_type);
+                }
+            };
+            match below {
+                Some(ValueType::Merge) => {}
+                None | Some(ValueType::Deletion | ValueType::SingleDeletion) => break,
+                Some(ValueType::RangeDeletion) => return Err(range_deletion(key)),
+                Some(t) => return Ok((operands, Some(self.stored_value(t)?))),
+            }
+        }
+        self.inner.status()?;
+        Ok((operands, None))
+    }
+
     /// The merge of the operand under the inner iterator (an entry of `key`) with the key's
     /// older visible entries down to a base value or a deletion (module docs). Leaves the
     /// inner iterator anywhere after the operand.
@@ -250,39 +290,7 @@ impl TsCursor {
                 String::from_utf8_lossy(key)
             )));
         };
-        // Newest first.
-        let mut operands = vec![self.inner.value().to_vec()];
-        let mut base = None;
-        self.inner.next();
-        while self.inner.valid() {
-            self.steps += 1;
-            let below = {
-                let e = self.entry()?;
-                if e.key != key {
-                    Below::End
-                } else if e.seq > self.sequence {
-                    Below::Skip
-                } else {
-                    match e.value_type {
-                        ValueType::Merge => Below::Operand(self.inner.value().to_vec()),
-                        ValueType::Deletion | ValueType::SingleDeletion => Below::Base(None),
-                        ValueType::RangeDeletion => return Err(range_deletion(key)),
-                        t => Below::Base(Some(self.stored_value(t)?)),
-                    }
-                }
-            };
-            match below {
-                Below::End => break,
-                Below::Skip => {}
-                Below::Operand(v) => operands.push(v),
-                Below::Base(b) => {
-                    base = b;
-                    break;
-                }
-            }
-            self.inner.next();
-        }
-        self.inner.status()?;
+        let (operands, base) = self.walk_down(key, None)?;
         let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
         op.full_merge(key, base.as_deref(), &oldest_first).ok_or_else(|| {
             Error::corruption(
@@ -309,49 +317,32 @@ impl TsCursor {
     ) -> Result<Option<Vec<Vec<u8>>>> {
         let target = self.seek_key(key);
         self.inner.seek(&target);
-        let mut stack: Vec<Vec<u8>> = Vec::new(); // newest first
-        let mut found = false;
-        while self.inner.valid() {
-            let t = {
-                let e = self.entry()?;
-                if e.key != key {
-                    break;
-                }
-                if !self.visible(&e) {
-                    None
-                } else {
-                    Some(e.value_type)
-                }
-            };
-            let Some(t) = t else {
-                self.inner.next();
-                continue;
-            };
-            found = true;
-            match t {
-                ValueType::Merge => {
-                    let v = self.inner.value().to_vec();
-                    let go_on = continue_cb.is_none_or(|cb| cb(&v));
-                    stack.push(v);
-                    if !go_on {
-                        break;
-                    }
-                }
-                ValueType::Deletion | ValueType::SingleDeletion => break,
-                ValueType::RangeDeletion => return Err(range_deletion(key)),
-                t => {
-                    stack.push(self.stored_value(t)?);
-                    break;
-                }
+        // The deciding entry: the key's first the read sees.
+        let deciding = loop {
+            if !self.inner.valid() {
+                break None;
+            }
+            let e = self.entry()?;
+            if e.key != key {
+                break None;
+            }
+            if self.visible(&e) {
+                break Some(e.value_type);
             }
             self.inner.next();
-        }
+        };
         self.inner.status()?;
-        if !found || stack.is_empty() {
-            return Ok(None);
+        match deciding {
+            None | Some(ValueType::Deletion | ValueType::SingleDeletion) => Ok(None),
+            Some(ValueType::RangeDeletion) => Err(range_deletion(key)),
+            Some(ValueType::Merge) => {
+                let (mut operands, base) = self.walk_down(key, continue_cb)?;
+                operands.extend(base);
+                operands.reverse();
+                Ok(Some(operands))
+            }
+            Some(t) => Ok(Some(vec![self.stored_value(t)?])),
         }
-        stack.reverse();
-        Ok(Some(stack))
     }
 
     /// Settles forward from the inner position on the first group (not `skip`) whose deciding
