@@ -867,12 +867,16 @@ impl DbIterator {
         if self.back.is_none() {
             let source = self.source.as_ref()?;
             let mut ro = source.ro.clone();
-            // Prefix bounds are byte ranges: in another order the keys of a prefix need not
-            // lie between them, so the back end then walks the whole range and the caller
-            // skips the keys of other prefixes.
+            // The back cursor never takes a prefix of its own: its first key, the last of
+            // the range, may have another prefix than the front's. Prefix bounds are byte
+            // ranges: in another order the keys of a prefix need not lie between them, so
+            // the back end then walks the whole range and the caller skips the keys of other
+            // prefixes.
+            if self.prefix.is_some() {
+                ro.prefix_same_as_start = false;
+            }
             let bytewise = source.sv.version.order().is_bytewise();
             if let (Some(Ok(p)), true) = (&self.prefix, bytewise) {
-                ro.prefix_same_as_start = false;
                 let lower = match ro.iterate_lower_bound.take() {
                     Some(l) if l.as_slice() > p.as_slice() => l,
                     _ => p.clone(),

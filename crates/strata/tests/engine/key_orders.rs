@@ -246,3 +246,35 @@ fn a_comparator_need_not_be_called_for_one_key() {
     first.flush().unwrap();
     let _ = Arc::new(first);
 }
+
+#[test]
+fn a_double_ended_prefix_iterator_in_another_order_walks_back_within_the_prefix() {
+    // Regression: the back end kept `prefix_same_as_start` on, took the prefix of the last
+    // key in the family's order and stopped at its edge, so `.rev()` of a prefix other than
+    // the last one yielded nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts(Some(reverse()));
+    o.prefix_extractor = Some(strata::PrefixExtractor::Fixed(1));
+    let db = Db::open(&o, dir.path()).unwrap();
+    for k in ["a1", "a2", "b1", "b2", "b3", "c1"] {
+        db.put(k, k).unwrap();
+    }
+    let ro = || ReadOptions { prefix_same_as_start: true, ..ReadOptions::default() };
+    let walk = |mode: IteratorMode<'_>, back: bool| -> Vec<Vec<u8>> {
+        let it = db.iterator_opt(mode, ro());
+        let items: Vec<_> = if back { it.rev().collect() } else { it.collect() };
+        items.into_iter().map(|r| r.unwrap().0.to_vec()).collect()
+    };
+    let from_b = || IteratorMode::From(b"b9", strata::Direction::Forward);
+    assert_eq!(walk(from_b(), false), [b"b3", b"b2", b"b1"]);
+    assert_eq!(walk(from_b(), true), [b"b1", b"b2", b"b3"]);
+    let back_from_b = || IteratorMode::From(b"b2", strata::Direction::Reverse);
+    assert_eq!(walk(back_from_b(), false), [b"b2", b"b3"]);
+    assert_eq!(walk(back_from_b(), true), [b"b3", b"b2"]);
+    // Both ends of one iterator meet within the prefix.
+    let mut it = db.iterator_opt(from_b(), ro());
+    assert_eq!(&*it.next().unwrap().unwrap().0, b"b3");
+    assert_eq!(&*it.next_back().unwrap().unwrap().0, b"b1");
+    assert_eq!(&*it.next().unwrap().unwrap().0, b"b2");
+    assert!(it.next_back().is_none() && it.next().is_none());
+}
