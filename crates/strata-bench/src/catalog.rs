@@ -108,6 +108,13 @@ pub enum Seek {
     /// `--num` sequential puts, then one iterator seeks every key in order (db_bench's
     /// `WriteSeqSeekSeq`); only the seeks are counted.
     FillThenSeekSeq,
+    /// A multi-range scan of `--multiscan_size` ranges of `--seek_nexts` keys, each
+    /// `--multiscan_stride` keys after the one before (db_bench's `multiscan`).
+    MultiScan,
+    /// A multi-range scan of 1 to 64 random disjoint ranges of up to 1 MiB of entries each,
+    /// through the multi-scan API or (`--use_multiscan=false`) one iterator
+    /// (`multiscanrandom`).
+    MultiScanRandom,
 }
 
 /// What the readers of a *while* benchmark do.
@@ -505,6 +512,20 @@ pub const BENCHMARKS: &[Benchmark] = &[
         ),
         &[Tweak::WritesNum],
     ),
+    row(
+        "multiscan",
+        W::Seek(Seek::MultiScan),
+        READ,
+        "multi-range scans of --multiscan_size ranges of --seek_nexts keys (50 if 0), \
+         --multiscan_stride keys apart, from a random key",
+    ),
+    row(
+        "multiscanrandom",
+        W::Seek(Seek::MultiScanRandom),
+        READ,
+        "multi-range scans of 1 to 64 random disjoint ranges of up to 1 MiB each \
+         (--use_multiscan=false: seek and step per range)",
+    ),
     while_writing("readwhilewriting", false, Reader::Get, "readrandom while one more thread puts"),
     while_writing("readwhilemerging", true, Reader::Get, "readrandom while one more thread merges"),
     while_writing(
@@ -706,8 +727,6 @@ pub const NOT_IMPLEMENTED: &[&str] = &[
     "multireadrandomcoroutine",
     "fillembeddedentity",
     "fillembeddedblob",
-    "multiscan",
-    "multiscanrandom",
 ];
 
 /// The row of `name`.

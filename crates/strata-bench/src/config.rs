@@ -219,6 +219,8 @@ impl Config {
             ("duration", f.duration),
             ("seek_nexts", f.seek_nexts),
             ("max_scan_distance", f.max_scan_distance),
+            ("multiscan_size", f.multiscan_size),
+            ("multiscan_stride", f.multiscan_stride),
             ("multiread_stride", f.multiread_stride),
             ("bgwriter_num", f.bgwriter_num),
             ("keys_per_prefix", f.keys_per_prefix),

@@ -454,7 +454,7 @@ define_flags! {
     expire_style: String = "none", Tool, "timeseries: how expired entries go (none, compaction_filter, delete)";
     num_deletion_threads: i64 = 1i64, Tool, "timeseries with expire_style delete: deleting threads";
     multiscan_size: i64 = 10i64, Tool, "multiscan: ranges per multi-scan";
-    multiscan_stride: i64 = 100i64, Tool, "multiscan: keys between the starts of two ranges";
+    multiscan_stride: i64 = 100i64, Tool, "multiscan: keys between one range's end and the next one's start";
     use_multiscan: bool = true, Tool, "multiscanrandom: the multi-scan API (else seek and next per range)";
     multiscan_coalesce_threshold: u64 = 16384u64, Tool, "multiscan: reads this close together are made one";
     multiscan_max_prefetch_size: u64 = 0u64, Tool, "multiscan: bytes prefetched per table at most (0: no bound)";

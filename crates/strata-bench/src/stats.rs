@@ -25,10 +25,11 @@ pub enum OpType {
     Crc,
     Hash,
     Others,
+    MultiScan,
 }
 
 impl OpType {
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 12;
     const ALL: [OpType; Self::COUNT] = [
         OpType::Read,
         OpType::Write,
@@ -41,6 +42,7 @@ impl OpType {
         OpType::Crc,
         OpType::Hash,
         OpType::Others,
+        OpType::MultiScan,
     ];
 
     /// The name in `Microseconds per <name>:`. Uncompress has an empty name, as db_bench
@@ -58,6 +60,7 @@ impl OpType {
             OpType::Crc => "crc",
             OpType::Hash => "hash",
             OpType::Others => "op",
+            OpType::MultiScan => "multiscan",
         }
     }
 }

@@ -70,14 +70,15 @@ pub use db::{
     ColumnFamily, ColumnFamilyDescriptor, ColumnFamilyMetaData, ColumnFamilyTtl, DBWALIterator, Db,
     DbIterator, DbPinnableSlice, DbRawIterator, DbRawIteratorWithThreadMode, Direction,
     GetMergeOperandsOptions, IngestExternalFileOptions, IteratorMode, LiveFile, LiveFileChecksum,
-    LiveFileMetaData, PinnedSource, Range, Snapshot, StatsHistoryIterator,
+    LiveFileMetaData, MultiScan, PinnedSource, Range, Scan, Snapshot, StatsHistoryIterator,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use memtable::write_buffer_manager::CACHE_UNIT as WRITE_BUFFER_CACHE_UNIT;
 pub use memtable::WriteBufferManager;
 pub use merge_operator::MergeOperator;
 pub use options::{
-    BlobOptions, BlockBasedOptions, IterateBounds, MergeOperands, PrefixRange, SliceTransform,
+    BlobOptions, BlockBasedOptions, IterateBounds, MergeOperands, MultiScanArgs, PrefixRange,
+    ScanRange, SliceTransform,
 };
 pub use options::{
     BlockBasedTablePinningTier, BottommostLevelCompaction, CompactOptions, CompactionPri,

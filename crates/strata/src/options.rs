@@ -29,6 +29,7 @@ pub use db_path::DBPath;
 pub use env_handle::Env;
 pub(crate) use log_dump::support_log_lines;
 pub use logger::{InfoLogger, LogLevel};
+pub use multi_scan::{MultiScanArgs, ScanRange};
 // For `Db::set_options` (the db layer).
 pub(crate) use comparator::{needs_timestamp, no_timestamps};
 pub use comparator::{CompareFn, CompareTsFn, CompareWithoutTsFn};
@@ -52,6 +53,7 @@ mod env_handle;
 pub(crate) mod iterate_bounds;
 mod log_dump;
 mod logger;
+mod multi_scan;
 pub(crate) mod parse;
 mod per_call;
 mod setters;

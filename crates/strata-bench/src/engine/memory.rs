@@ -184,6 +184,17 @@ impl Engine for MemoryEngine {
         Ok(Box::new(MemorySnapshot(self.read_map()?.clone())))
     }
 
+    /// Each range through an iterator of the map (the model has nothing to plan).
+    fn multi_scan(
+        &self,
+        ranges: &[u8],
+        key_size: usize,
+        settings: &super::MultiScanSettings,
+        ro: &ReadOpts,
+    ) -> Result<u64> {
+        super::scan_with_iterator(self, ranges, key_size, settings.reverse, ro)
+    }
+
     fn new_iterator<'a>(
         &'a self,
         _ro: &ReadOpts,

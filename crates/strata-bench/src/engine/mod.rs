@@ -227,6 +227,57 @@ pub trait EngineIter {
     fn status(&self) -> Result<()>;
 }
 
+/// How a multi-range scan reads (RocksDB's `MultiScanArgs` settings).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MultiScanSettings {
+    /// Reads of one table file this many bytes apart or closer are made one.
+    pub coalesce: u64,
+    /// Bytes of blocks read ahead per table file at most (0: no bound).
+    pub max_prefetch: u64,
+    pub async_io: bool,
+    /// Each range walked from its last key down.
+    pub reverse: bool,
+}
+
+/// The ranges of `ranges` (`[start, limit)` pairs, `key_size` bytes each, concatenated),
+/// each walked with one iterator of `engine` (a seek, then steps while inside the range;
+/// backward from the limit with `reverse`), in the order given: the keys met.
+pub fn scan_with_iterator(
+    engine: &dyn Engine,
+    ranges: &[u8],
+    key_size: usize,
+    reverse: bool,
+    ro: &ReadOpts,
+) -> Result<u64> {
+    let mut it = engine.new_iterator(ro, Bounds::default())?;
+    let mut keys = 0;
+    for r in ranges.chunks(2 * key_size.max(1)) {
+        let (start, limit) = r.split_at(key_size.min(r.len()));
+        if reverse {
+            // The last key below the limit (db_bench's SeekForPrev, then Prev off the limit).
+            it.seek(limit);
+            if it.valid() {
+                it.prev();
+            } else {
+                it.status()?;
+                it.seek_to_last();
+            }
+            while it.valid() && it.key() >= start {
+                keys += 1;
+                it.prev();
+            }
+        } else {
+            it.seek(start);
+            while it.valid() && it.key() < limit {
+                keys += 1;
+                it.next();
+            }
+        }
+        it.status()?;
+    }
+    Ok(keys)
+}
+
 /// The transactions an engine was opened with (`--transaction_db`,
 /// `--optimistic_transaction_db`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -378,6 +429,18 @@ pub trait Engine: Send + Sync {
             }
         }
         Ok((found, bytes))
+    }
+    /// RocksDB's `MultiScan` of the default family's ranges `ranges` (`[start, limit)` pairs,
+    /// `key_size` bytes each, concatenated, sorted and disjoint), each read through in the
+    /// order given (backward with `settings.reverse`): the keys it yielded.
+    fn multi_scan(
+        &self,
+        _ranges: &[u8],
+        _key_size: usize,
+        _settings: &MultiScanSettings,
+        _ro: &ReadOpts,
+    ) -> Result<u64> {
+        bail!("this engine has no MultiScan (use --use_multiscan=false with multiscanrandom)")
     }
     /// A new cursor (unpositioned).
     fn new_iterator<'a>(

@@ -17,8 +17,8 @@ use strata::{
 };
 
 use super::{
-    Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, LiveFile, Operands, ReadOpts,
-    WriteOpts,
+    Batch, BatchOp, Bounds, Engine, EngineIter, EngineSnapshot, LiveFile, MultiScanSettings,
+    Operands, ReadOpts, WriteOpts,
 };
 use crate::config::{Compression, Config};
 
@@ -836,6 +836,34 @@ impl Engine for StrataEngine {
             }
         }
         Ok((found, bytes))
+    }
+
+    fn multi_scan(
+        &self,
+        ranges: &[u8],
+        key_size: usize,
+        settings: &MultiScanSettings,
+        ro: &ReadOpts,
+    ) -> Result<u64> {
+        let mut args = strata::MultiScanArgs::new();
+        args.io_coalesce_threshold = settings.coalesce;
+        args.max_prefetch_size = settings.max_prefetch;
+        args.use_async_io = settings.async_io;
+        args.reverse = settings.reverse;
+        args.reserve(ranges.len() / (2 * key_size.max(1)));
+        for r in ranges.chunks(2 * key_size.max(1)) {
+            let (start, limit) = r.split_at(key_size.min(r.len()));
+            args.insert(start, limit);
+        }
+        let mut scan = self.db.multi_scan(&ropts(*ro), &args)?;
+        let mut keys = 0;
+        while let Some(mut range) = scan.next_scan() {
+            while let Some(entry) = range.next_entry() {
+                std::hint::black_box(entry?);
+                keys += 1;
+            }
+        }
+        Ok(keys)
     }
 
     fn new_iterator<'a>(

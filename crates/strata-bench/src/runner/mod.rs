@@ -23,6 +23,7 @@ mod fill_unique;
 mod merge;
 mod micro;
 mod mixed;
+mod multi_scan;
 mod op_loop;
 mod plan;
 mod range_tombstones;

@@ -14,6 +14,8 @@ pub(super) fn run(kind: Seek, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
     match kind {
         Seek::Random => seek_random(cx, ts),
         Seek::FillThenSeekSeq => fill_then_seek_seq(cx, ts),
+        Seek::MultiScan => super::multi_scan::multi_scan(cx, ts),
+        Seek::MultiScanRandom => super::multi_scan::multi_scan_random(cx, ts),
     }
 }
 

@@ -16,7 +16,7 @@ use crate::iterator::InternalIterator;
 use crate::options::ReadOptions;
 use crate::range_del::FragmentedTombstones;
 use crate::sstable::table_cache::TableCache;
-use crate::sstable::ReadBlockOptions;
+use crate::sstable::{ReadBlockOptions, ScanPlan};
 use crate::types::SeqNo;
 use crate::version::level_iter::{LevelFiles, LevelIterator};
 
@@ -81,6 +81,24 @@ impl IterSource {
         })
     }
 
+    /// Whether the family has user-defined timestamps.
+    pub(crate) fn has_timestamps(&self) -> bool {
+        self.timestamps.is_some()
+    }
+
+    /// Compares two of the family's user keys (without timestamps in a family with them).
+    pub(crate) fn compare_user_keys(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        match &self.timestamps {
+            Some(t) => t.compare_keys(a, b),
+            None => self.sv.version.order().compare(a, b),
+        }
+    }
+
+    /// The read options it was captured with.
+    pub(crate) fn read_options(&self) -> &ReadOptions {
+        &self.ro
+    }
+
     /// The extractor `prefix_same_as_start` applies, if it is on.
     fn active_prefix_extractor(&self) -> Option<crate::prefix::PrefixExtractor> {
         if self.ro.prefix_same_as_start {
@@ -104,6 +122,16 @@ impl IterSource {
     /// A new iterator over the source, with `ro` in place of the captured read options
     /// (same snapshot sequence).
     fn build_with(&self, ro: &ReadOptions) -> DbRawIterator {
+        self.build_planned(ro, None)
+    }
+
+    /// [`Self::build_with`], its tables reading for the multi-range scan `plan` when given
+    /// (`sstable/readahead/planned.rs`; not in a family with timestamps).
+    pub(crate) fn build_planned(
+        &self,
+        ro: &ReadOptions,
+        plan: Option<&Arc<ScanPlan>>,
+    ) -> DbRawIterator {
         if let Some(ts) = &self.timestamps {
             return match ts_cursor(self, ts, ro) {
                 Ok(c) => DbRawIterator::from_cursor(Box::new(c)),
@@ -116,7 +144,7 @@ impl IterSource {
             self.sequence,
             self.merge_operator.as_ref(),
             self.prefix_extractor,
-            ro,
+            Read { opts: ro, plan },
             &Values { suffix: self.value_suffix, blobs: &self.blobs },
         ))
     }
@@ -161,11 +189,13 @@ impl Origin {
 
 /// The internal iterators over super version `sv`: 0 = the active memtable, 1.. = the
 /// immutables newest first, then the tables (each L0 table, then a level iterator per
-/// non-empty level); and the error of a table that would not open (its source left out).
+/// non-empty level), every table reading for `plan` when given; and the error of a table that
+/// would not open (its source left out).
 fn sources(
     table_cache: &Arc<TableCache>,
     sv: &Arc<SuperVersion>,
     ro: &ReadOptions,
+    plan: Option<&Arc<ScanPlan>>,
 ) -> (Vec<Box<dyn InternalIterator>>, Option<Error>) {
     let rb = ReadBlockOptions {
         verify_checksums: ro.verify_checksums,
@@ -190,14 +220,24 @@ fn sources(
         if level == 0 {
             for f in files {
                 match table_cache.reader_at(f.number, &f.pinned, 0) {
-                    Ok(t) => children.push(Box::new(t.iter(rb))),
+                    Ok(t) => {
+                        let mut it = t.iter(rb);
+                        if let Some(p) = plan {
+                            it.plan_scan(p);
+                        }
+                        children.push(Box::new(it));
+                    }
                     Err(e) => open_error = Some(e),
                 }
             }
         } else {
             let files = LevelFiles::OfVersion(sv.version.clone(), level);
             let order = order.clone();
-            children.push(Box::new(LevelIterator::over(files, table_cache.clone(), rb, order)));
+            let mut it = LevelIterator::over(files, table_cache.clone(), rb, order);
+            if let Some(p) = plan {
+                it = it.with_scan_plan(p.clone());
+            }
+            children.push(Box::new(it));
         }
     }
     (children, open_error)
@@ -232,7 +272,7 @@ fn ts_cursor(
         }
     }
     let order = sv.version.order().clone();
-    let (children, open_error) = sources(table_cache, &sv, ro);
+    let (children, open_error) = sources(table_cache, &sv, ro, None);
     let inner: Box<dyn InternalIterator> = match open_error {
         Some(e) => Box::new(crate::iterator::ErrorIterator::new(e)),
         None => Box::new(MergingIterator::new(children, order.clone())),
@@ -263,6 +303,12 @@ pub(crate) fn below_history(read_ts: &[u8], low: &[u8]) -> Error {
     ))
 }
 
+/// What an iterator reads with: the read options, and a multi-range scan's plan.
+struct Read<'a> {
+    opts: &'a ReadOptions,
+    plan: Option<&'a Arc<ScanPlan>>,
+}
+
 /// How a family's stored values become the user's: the bytes a TTL DB's values end with
 /// (`Cfd::value_suffix`), and the DB's blob files.
 struct Values<'a> {
@@ -271,21 +317,22 @@ struct Values<'a> {
 }
 
 /// An iterator over super version `sv` at `sequence`, with the family's merge operator and
-/// prefix extractor and the read options `ro`.
+/// prefix extractor, as `read` says.
 fn build_iter(
     table_cache: &Arc<TableCache>,
     sv: Arc<SuperVersion>,
     sequence: SeqNo,
     merge_operator: Option<&Arc<dyn crate::merge_operator::MergeOperator>>,
     prefix_extractor: Option<crate::prefix::PrefixExtractor>,
-    ro: &ReadOptions,
+    read: Read<'_>,
     values: &Values<'_>,
 ) -> DbIter {
+    let ro = read.opts;
     if let Err(e) = ro.read_timestamp(None) {
         return error_iter(e);
     }
     let order = sv.version.order().clone();
-    let (children, mut open_error) = sources(table_cache, &sv, ro);
+    let (children, mut open_error) = sources(table_cache, &sv, ro, read.plan);
     // Children: 0 = active memtable, 1.. = immutables newest first, then the tables.
     // Only sources with tombstones: most iterators then allocate no list at all.
     let mut lists = Vec::new();
@@ -351,7 +398,7 @@ fn new_db_iter(inner: &DbInner, cfd: &Cfd, ro: &ReadOptions) -> DbIter {
         sequence,
         merge,
         cfd.opts.prefix_extractor,
-        ro,
+        Read { opts: ro, plan: None },
         &Values { suffix: cfd.value_suffix, blobs: &inner.blobs },
     )
 }
@@ -418,6 +465,11 @@ pub(crate) trait RawCursor: Send {
     fn internal_steps(&self) -> u64;
     fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>);
     fn excludes(&self, ukey: &[u8]) -> bool;
+    /// Replaces the read options' bounds, `[lower, upper)`; the cursor is unpositioned until
+    /// its next seek. `NotSupported` for a cursor whose bounds are fixed.
+    fn set_bounds(&mut self, _lower: Option<Vec<u8>>, _upper: Option<Vec<u8>>) -> Result<()> {
+        Err(Error::NotSupported("changing the bounds of this kind of cursor".into()))
+    }
     fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>>;
     /// The order of the keys it yields.
     fn order(&self) -> &KeyOrder;
@@ -574,6 +626,21 @@ impl<D> DbRawIteratorWithThreadMode<'_, D> {
         on_cursor!(&self.it, c => c.bounds())
     }
 
+    /// Replaces the read options' bounds ([`RawCursor::set_bounds`]).
+    pub(crate) fn set_bounds(
+        &mut self,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    ) -> Result<()> {
+        match &mut self.it {
+            Cursor::Db(c) => {
+                c.set_bounds(lower, upper);
+                Ok(())
+            }
+            Cursor::Other(c) => c.set_bounds(lower, upper),
+        }
+    }
+
     /// Whether the cursor would never yield `ukey` from where it was last sought (bounds,
     /// and the seek's prefix under `prefix_same_as_start`).
     pub(crate) fn excludes(&self, ukey: &[u8]) -> bool {
@@ -638,6 +705,10 @@ impl RawCursor for DbIter {
     }
     fn excludes(&self, ukey: &[u8]) -> bool {
         DbIter::excludes(self, ukey)
+    }
+    fn set_bounds(&mut self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Result<()> {
+        DbIter::set_bounds(self, lower, upper);
+        Ok(())
     }
     fn merge_operator(&self) -> Option<&Arc<dyn crate::merge_operator::MergeOperator>> {
         DbIter::merge_operator(self)

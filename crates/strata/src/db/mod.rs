@@ -48,6 +48,7 @@ pub(crate) mod iter;
 mod load_options;
 mod local_sv;
 mod merge_operands;
+mod multi_scan;
 mod obsolete;
 mod open;
 pub(crate) mod options_file;
@@ -90,6 +91,7 @@ pub use self::iter::{
     DbIterator, DbRawIterator, DbRawIteratorWithThreadMode, Direction, IteratorMode,
 };
 pub use self::merge_operands::GetMergeOperandsOptions;
+pub use self::multi_scan::{MultiScan, Scan};
 pub use self::pinnable::{DbPinnableSlice, PinnedSource};
 pub use self::rocksdb_api::{ColumnFamilyMetaData, Range};
 pub use self::stats_history::StatsHistoryIterator;

@@ -518,6 +518,12 @@ impl RawCursor for TsCursor {
         self.valid
     }
 
+    fn set_bounds(&mut self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Result<()> {
+        (self.lower, self.upper) = (lower, upper);
+        self.valid = false;
+        Ok(())
+    }
+
     fn seek_to_first(&mut self) {
         self.error = None;
         match self.lower.clone() {

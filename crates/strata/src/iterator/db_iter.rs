@@ -373,6 +373,13 @@ impl DbIter {
         self.fail(Error::corruption("", 0, format!("malformed internal key of {n} bytes")));
     }
 
+    /// Replaces the read options' bounds, `[lower, upper)`: the iterator is unpositioned
+    /// until its next seek.
+    pub(crate) fn set_bounds(&mut self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) {
+        (self.lower_bound, self.upper_bound) = (lower, upper);
+        self.valid = false;
+    }
+
     /// The read options' bounds: `[lower, upper)`.
     pub(crate) fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>) {
         (self.lower_bound.as_deref(), self.upper_bound.as_deref())

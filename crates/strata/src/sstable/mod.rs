@@ -32,6 +32,8 @@ pub mod reader;
 pub(crate) mod table_cache;
 
 #[cfg(test)]
+mod scan_plan_tests;
+#[cfg(test)]
 mod tests;
 
 // Re-exported for the crate's other layers and tools; some are used only by tests and
@@ -49,5 +51,6 @@ pub use format::BlockHandle;
 pub use partitioned::IndexType;
 #[allow(unused_imports)]
 pub use properties::TableProperties;
+pub(crate) use readahead::ScanPlan;
 #[allow(unused_imports)]
 pub use reader::{MetaBlockOptions, ReadBlockOptions, TableIterator, TableReader};

@@ -46,6 +46,10 @@
 //!   (2 MiB each by default), and the OS, which caches those pages anyway, may reclaim them.
 //!   Under direct I/O, or where the file refuses the request, the buffer takes the whole
 //!   window.
+//! - **Planned** (a multi-range scan, `readahead/planned.rs`): the table's blocks the scan's
+//!   ranges need, grouped into spans; a block read inside a span reads the rest of the span
+//!   with it, in the scan's direction, whatever the mode. Blocks outside the spans read as
+//!   above.
 //! - One buffer per iterator, the size of the last read. Blocks found in the block cache
 //!   cost no read and leave the state as it is.
 //!
@@ -60,6 +64,7 @@
 //! [`OS_CHUNK`]: plan::OS_CHUNK
 
 mod plan;
+mod planned;
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -70,6 +75,8 @@ use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::util::page_buf::PageBuf;
 use plan::{plan_background, plan_read, BlockRead, Bounds, Mode, Move, ReadState};
+pub(crate) use planned::PlannedSpans;
+pub(crate) use planned::ScanPlan;
 
 /// Bytes free in front of a window read in the background, for the tail of the window before
 /// it when a block spans the two (a block longer than this is read again whole). A multiple
@@ -162,6 +169,9 @@ pub(crate) struct Readahead {
     background: Option<BackgroundFile>,
     /// The window after the buffer's, being read by the I/O pool.
     ahead: Option<Ahead>,
+    /// A multi-range scan's planned spans (`readahead/planned.rs`): a block inside one reads
+    /// the rest of it, whatever the mode.
+    planned: Option<PlannedSpans>,
 }
 
 /// The file a readahead reads ahead in the background.
@@ -240,15 +250,14 @@ impl Readahead {
             }
         }
         let bounds = Bounds { limit, file_len: file.len(), align: file.read_alignment().max(1) };
-        let mode = Mode::of(self.fixed);
-        let plan = plan_read(&self.state, block, moved, mode, bounds, || stats.prefetch_blocks());
-        self.state = plan.next;
-        let mut window = plan.window;
-        if let Some(chunk) = plan.os_chunk {
-            if self.os_prefetch(file, window.range(block), chunk.range(block)) {
-                window = chunk;
+        let planned = self.planned.as_ref().and_then(|p| p.window(block));
+        let window = match planned {
+            Some(w) => {
+                self.state = self.state.noted(block, moved);
+                w
             }
-        }
+            None => self.plan_window(file, block, moved, bounds, stats),
+        };
         let (start, stop) = window.span(block, bounds);
         let a = bounds.align;
         let span = (stop - start) as usize;
@@ -277,10 +286,37 @@ impl Readahead {
                 ),
             ));
         }
-        if self.fixed > 0 {
+        if self.fixed > 0 && planned.is_none() {
             self.read_ahead(None, limit);
         }
         Ok(&self.bytes()[skip..skip + len])
+    }
+
+    /// Plans a read of `block` outside a scan's planned spans (the module documentation's
+    /// modes): the window to read, the OS asked to read a wide one ahead.
+    fn plan_window(
+        &mut self,
+        file: &dyn RandomAccessFile,
+        block: BlockRead,
+        moved: Move,
+        bounds: Bounds,
+        stats: &ScanStats,
+    ) -> plan::Window {
+        let mode = Mode::of(self.fixed);
+        let plan = plan_read(&self.state, block, moved, mode, bounds, || stats.prefetch_blocks());
+        self.state = plan.next;
+        let mut window = plan.window;
+        if let Some(chunk) = plan.os_chunk {
+            if self.os_prefetch(file, window.range(block), chunk.range(block)) {
+                window = chunk;
+            }
+        }
+        window
+    }
+
+    /// Reads the spans of a multi-range scan as `spans` plans them from now on.
+    pub(crate) fn plan_scan(&mut self, spans: PlannedSpans) {
+        self.planned = Some(spans);
     }
 
     /// Takes the window read in the background as the buffer when it holds `[offset, end)`,

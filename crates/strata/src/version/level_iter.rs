@@ -8,7 +8,7 @@ use crate::comparator::KeyOrder;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::sstable::table_cache::TableCache;
-use crate::sstable::ReadBlockOptions;
+use crate::sstable::{ReadBlockOptions, ScanPlan};
 use crate::version::levels::{TableFile, Version};
 
 /// The files a [`LevelIterator`] walks: a level of a version it keeps alive (a user
@@ -41,6 +41,12 @@ pub(crate) struct LevelIterator {
     error: Option<Error>,
     /// The order of the level's keys.
     order: KeyOrder,
+    /// A multi-range scan's plan: each table plans its reads from it when opened, and a seek
+    /// into the file that was open keeps its iterator (and the span it has read).
+    plan: Option<Arc<ScanPlan>>,
+    /// Under a plan, between a seek's start and its opening a file: the iterator of the file
+    /// that was open (index, iterator), for `open` to take back if the seek lands there.
+    parked: Option<(usize, Box<dyn InternalIterator>)>,
 }
 
 impl LevelIterator {
@@ -61,17 +67,44 @@ impl LevelIterator {
         read: ReadBlockOptions,
         order: KeyOrder,
     ) -> Self {
-        LevelIterator { files, tables, read, index: 0, current: None, error: None, order }
+        LevelIterator {
+            files,
+            tables,
+            read,
+            index: 0,
+            current: None,
+            error: None,
+            order,
+            plan: None,
+            parked: None,
+        }
+    }
+
+    /// The iterator reading for the multi-range scan `plan` (see the field).
+    pub fn with_scan_plan(mut self, plan: Arc<ScanPlan>) -> Self {
+        self.plan = Some(plan);
+        self
     }
 
     /// Opens file `i` as the current table; false (with the error recorded) on failure.
     fn open(&mut self, i: usize) -> bool {
+        if let Some((at, it)) = self.parked.take() {
+            if at == i {
+                self.index = i;
+                self.current = Some(it);
+                return true;
+            }
+        }
         self.index = i;
         self.current = None;
         let Some(f) = self.files.get(i) else { return false };
         match self.tables.reader(f.number, &f.pinned) {
             Ok(t) => {
-                self.current = Some(Box::new(t.iter(self.read)));
+                let mut it = t.iter(self.read);
+                if let Some(plan) = &self.plan {
+                    it.plan_scan(plan);
+                }
+                self.current = Some(Box::new(it));
                 true
             }
             Err(e) => {
@@ -110,9 +143,15 @@ impl LevelIterator {
         }
     }
 
+    /// Before a seek: errors cleared, and the open file closed (under a plan, parked unless
+    /// it failed).
     fn reset(&mut self) {
-        self.error = None;
-        self.current = None;
+        let failed = self.error.take().is_some() || self.current_failed();
+        let current = self.current.take();
+        self.parked = match current {
+            Some(c) if self.plan.is_some() && !failed => Some((self.index, c)),
+            _ => None,
+        };
     }
 }
 
@@ -255,8 +294,46 @@ mod tests {
                 None,
             ));
             let read = ReadBlockOptions::default();
-            let mut it = LevelIterator::new(files, tables, read, KeyOrder::Bytewise);
+            let mut it =
+                LevelIterator::new(files.clone(), tables.clone(), read, KeyOrder::Bytewise);
+            check_internal_iterator(&mut it, &model, seed);
+            // Under a scan plan (tables kept across seeks into them), the same.
+            let plan = Arc::new(ScanPlan {
+                ranges: model
+                    .iter()
+                    .step_by(5)
+                    .map(|(k, _)| (user_key(k).to_vec(), vec![0xff]))
+                    .collect(),
+                coalesce: 1 << 10,
+                ..ScanPlan::default()
+            });
+            let mut it =
+                LevelIterator::new(files, tables, read, KeyOrder::Bytewise).with_scan_plan(plan);
             check_internal_iterator(&mut it, &model, seed);
         }
+    }
+
+    #[test]
+    fn a_planned_seek_past_every_file_leaves_no_file_open() {
+        let fs = MemFs::new();
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let model = sample_entries(100, 9);
+        let files = level_of(&fs, &model, 10);
+        let tables = Arc::new(TableCache::new(Arc::new(fs.clone()), "/db".into(), 8, None));
+        let plan = Arc::new(ScanPlan::default());
+        let read = ReadBlockOptions::default();
+        let mut it =
+            LevelIterator::new(files, tables, read, KeyOrder::Bytewise).with_scan_plan(plan);
+        let last = &model.last().unwrap().0;
+        it.seek(&model[95].0);
+        assert!(it.valid());
+        let past =
+            crate::key::lookup_key(&[user_key(last), b"\xff"].concat(), crate::types::SeqNo::MAX);
+        it.seek(&past);
+        assert!(!it.valid(), "a seek past the last file");
+        it.seek_for_prev(&crate::key::lookup_key(b"", crate::types::SeqNo::MAX));
+        assert!(!it.valid(), "a seek before the first file");
+        it.seek(&model[95].0);
+        assert_eq!(it.key(), model[95].0.as_slice());
     }
 }

@@ -12,6 +12,7 @@ mod key_orders;
 mod memtable_stats;
 mod merge_counters;
 mod merge_without_operator;
+mod multi_scan;
 mod options_files;
 mod prefix_same_as_start;
 mod properties;

@@ -682,3 +682,50 @@ fn compaction_drops_versions_below_full_history_ts_low_no_read_can_reach() {
     assert_eq!(db.get_opt("d", &at(35)).unwrap(), None);
     assert_eq!(db.get_opt("k", &at(35)).unwrap().as_deref(), Some(&b"v35"[..]));
 }
+
+#[test]
+fn a_multi_range_scan_reads_each_range_at_the_read_timestamp() {
+    let fs = MemFs::new();
+    let db = Db::open(&opts(&fs), "/db").unwrap();
+    for i in 0..200u64 {
+        let k = format!("k{i:03}");
+        db.put_with_ts(&k, ts(10), format!("{k}@10")).unwrap();
+        if i % 2 == 0 {
+            db.put_with_ts(&k, ts(20), format!("{k}@20")).unwrap();
+        }
+        if i % 3 == 0 {
+            db.delete_with_ts(&k, ts(30)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    let mut args = strata::MultiScanArgs::new();
+    args.insert("k010", "k014");
+    args.insert("k100", "k103");
+    for reverse in [false, true] {
+        args.reverse = reverse;
+        for (t, want) in [
+            (
+                25,
+                vec![
+                    vec!["k010@20", "k011@10", "k012@20", "k013@10"],
+                    vec!["k100@20", "k101@10", "k102@20"],
+                ],
+            ),
+            (35, vec![vec!["k010@20", "k011@10", "k013@10"], vec!["k100@20", "k101@10"]]),
+        ] {
+            let mut ms = db.multi_scan(&at(t), &args).unwrap();
+            for mut w in want {
+                if reverse {
+                    w.reverse();
+                }
+                let got: Vec<String> = ms
+                    .next_scan()
+                    .unwrap()
+                    .map(|r| String::from_utf8(r.unwrap().1.to_vec()).unwrap())
+                    .collect();
+                assert_eq!(got, w, "at {t}, reverse {reverse}");
+            }
+            assert!(ms.next_scan().is_none());
+        }
+    }
+}

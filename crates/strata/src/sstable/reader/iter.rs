@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::TRAILER_LEN;
 use crate::sstable::block::BlockIter;
-use crate::sstable::readahead::Readahead;
+use crate::sstable::format::BLOCK_TRAILER_LEN;
+use crate::sstable::readahead::{PlannedSpans, Readahead, ScanPlan};
 use crate::types::SeqNo;
 
 impl TableReader {
@@ -54,6 +55,48 @@ pub struct TableIterator {
 }
 
 impl TableIterator {
+    /// Plans the reads of a multi-range scan over this table (`readahead/planned.rs`): for
+    /// each range, the data blocks from the one a seek to its start lands on through the
+    /// first whose index key reaches its limit (where a forward walk meets the key that ends
+    /// it), and for a reverse scan the block before them (where a backward walk does). The
+    /// iterator is then unpositioned. An index
+    /// that fails to read plans nothing more; the scan's own seeks report the error.
+    pub(crate) fn plan_scan(&mut self, plan: &ScanPlan) {
+        let order = self.table.order.clone();
+        let mut blocks = Vec::new();
+        for (start, limit) in &plan.ranges {
+            let seek = crate::key::lookup_key(start, SeqNo::MAX);
+            if plan.reverse {
+                // Walking a range down ends on the entry before its start, which may lie in
+                // the block before the range's first.
+                self.index.seek(&seek);
+                if self.index.valid() {
+                    self.index.prev();
+                    if self.index.valid() {
+                        let at = self.index.block_offset();
+                        if let Ok(h) = self.table.decode_handle(self.index.value(), at) {
+                            blocks.push((h.offset, h.size + BLOCK_TRAILER_LEN as u64));
+                        }
+                    }
+                }
+            }
+            self.index.seek(&seek);
+            while self.index.valid() {
+                let at = self.index.block_offset();
+                let Ok(h) = self.table.decode_handle(self.index.value(), at) else { break };
+                blocks.push((h.offset, h.size + BLOCK_TRAILER_LEN as u64));
+                let k = self.index.key();
+                let separator = if self.table.user_key_index { k } else { crate::key::user_key(k) };
+                if !order.lt(separator, limit) {
+                    break;
+                }
+                self.index.next();
+            }
+        }
+        self.invalidate_data();
+        self.readahead.plan_scan(PlannedSpans::new(&blocks, plan));
+    }
+
     fn invalidate_data(&mut self) {
         if let Some(d) = &mut self.data {
             d.invalidate();
