@@ -753,8 +753,18 @@ impl Options {
         {
             return bad("metadata_block_size must be between 1 and 1 GiB");
         }
-        if !(2..=MAX_NUM_LEVELS).contains(&self.num_levels) {
-            return bad("num_levels must be between 2 and 64");
+        // One level holds every table in L0: a universal or FIFO family's sorted runs all
+        // live there (RocksDB's too); leveled and tiered compaction need levels below L0.
+        let min_levels = match self.compaction_style {
+            CompactionStyle::Universal | CompactionStyle::Fifo => 1,
+            CompactionStyle::Leveled | CompactionStyle::Tiered => 2,
+        };
+        if !(min_levels..=MAX_NUM_LEVELS).contains(&self.num_levels) {
+            return Err(crate::Error::InvalidArgument(format!(
+                "num_levels = {}: must be between {min_levels} and {MAX_NUM_LEVELS} with {:?} \
+                 compaction (1 is allowed with universal and FIFO)",
+                self.num_levels, self.compaction_style
+            )));
         }
         if self.max_background_jobs == 0 {
             return bad("max_background_jobs must be at least 1");

@@ -297,7 +297,9 @@ pub(crate) fn level_scores(
     if o.level0_drain && l0_files > 0 {
         score = score.max(1.01);
     }
-    if o.dynamic_level_bytes {
+    if n == 1 {
+        // One level (universal or FIFO): no level below L0 to size it against.
+    } else if o.dynamic_level_bytes {
         if l0_bytes >= o.max_bytes_for_level_base {
             score = score.max(1.01);
         }

@@ -523,6 +523,8 @@ pub(crate) fn compact_range(
     inner.state.lock().manual_compactions += 1;
     let r = if cfd.opts.compaction_style == crate::compaction::style::CompactionStyle::Fifo {
         compact_range_fifo(inner, cfd)
+    } else if cfd.opts.num_levels == 1 {
+        compact_range_one_level(inner, cfd, bottom)
     } else {
         compact_range_levels(inner, cfd, begin, end, bottom)
     };
@@ -658,6 +660,48 @@ pub(crate) enum Bottom {
     Unsettled,
     /// All of them (`Force`, `ForceOptimized`, or a family with a compaction filter).
     All,
+}
+
+/// A universal family of one level (`num_levels` 1): every table is an L0 sorted run, and the
+/// call merges them all into one, whatever the range (RocksDB's universal manual compaction
+/// writes its last level, here L0). A lone run is rewritten in place as `bottom` says of the
+/// last level's tables. Waits while a background compaction holds a run.
+fn compact_range_one_level(inner: &DbInner, cfd: &Arc<Cfd>, bottom: Bottom) -> Result<()> {
+    let o = cfd.live_opts().picker_options();
+    let may_skip = bottom == Bottom::Unsettled
+        && cfd.opts.compaction_filter_factory.is_none()
+        && cfd.opts.timestamps.is_none();
+    let blob_gc = cfd.live_opts().blob.enable_blob_gc;
+    let plan = wait_for_plan(inner, cfd, |v, busy| {
+        let l0 = &v.levels[0];
+        let lone_left = match l0.as_slice() {
+            [] => true,
+            [f] => bottom == Bottom::Skip || (may_skip && settled(f, blob_gc)),
+            _ => false,
+        };
+        if lone_left {
+            return Some(None);
+        }
+        if l0.iter().any(|f| busy.contains(&f.number)) {
+            return None;
+        }
+        let runs = crate::compaction::universal::sorted_runs(v, busy);
+        let percent = o.universal.compression_size_percent;
+        let plan = crate::compaction::universal::merge_plan(
+            &o,
+            &runs,
+            0,
+            runs.len(),
+            "manual",
+            percent,
+            false,
+        );
+        Some(Some(plan))
+    })?;
+    if let Some(plan) = plan {
+        run_manual(inner, cfd, placed(cfd, &o, plan))?;
+    }
+    Ok(())
 }
 
 fn compact_range_levels(

@@ -102,6 +102,24 @@ fn intra_l0_compaction_merges_small_files_and_keeps_every_key() {
     }
 }
 
+#[test]
+fn one_level_holds_every_file_within_the_budget() {
+    let fs = MemFs::new();
+    let budget = 256 << 10;
+    let fifo = FifoCompactionOptions { max_table_files_size: budget, ..Default::default() };
+    let o = Options { num_levels: 1, ..opts(&fs, fifo) };
+    let db = Db::open(&o, "/db").unwrap();
+    for i in 0..20_000u32 {
+        db.put(key(i), [b'v'; 100]).unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    db.wait_for_compact(&strata::WaitForCompactOptions::default()).unwrap();
+    let size = db.property_int_value("strata.total-sst-files-size").unwrap().unwrap();
+    assert!(size <= budget && size > budget / 2, "{size} bytes of tables, budget {budget}");
+    assert!(db.get(key(19_999)).unwrap().is_some());
+    assert!(db.live_files_metadata().iter().all(|f| f.level == 0));
+}
+
 fn files_at(db: &Db, level: usize) -> u64 {
     db.property_int_value(format!("strata.num-files-at-level{level}")).unwrap().unwrap()
 }

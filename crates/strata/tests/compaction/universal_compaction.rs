@@ -1,6 +1,7 @@
 //! Universal compaction under a long fillrandom + overwrite: the DB stays equal to a model,
 //! the sorted runs stay within the trigger, the size-amplification bound holds at rest, and
-//! the space used stays within the bound of the live data.
+//! the space used stays within the bound of the live data; the same with one level
+//! (`num_levels` 1, every run in L0), where a manual compaction leaves one L0 table.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,7 +32,51 @@ fn opts(fs: &MemFs) -> Options {
 #[test]
 fn fillrandom_then_overwrite_keeps_runs_and_size_amplification_bounded() {
     let fs = MemFs::new();
-    fill_and_overwrite(&Db::open(&opts(&fs), "/db").unwrap());
+    fill_and_overwrite(&Db::open(&opts(&fs), "/db").unwrap(), 6);
+}
+
+#[test]
+fn one_level_keeps_every_run_in_l0_and_compacts_into_one_table() {
+    let fs = MemFs::new();
+    let o = Options { num_levels: 1, ..opts(&fs) };
+    let db = Db::open(&o, "/db").unwrap();
+    fill_and_overwrite(&db, 0);
+    let files = db.live_files_metadata();
+    assert_eq!(files.len(), 1, "one sorted run after the manual compaction: {files:?}");
+    assert_eq!(files[0].level, 0);
+    let want: Vec<_> = db.iterator(IteratorMode::Start).map(|r| r.unwrap()).collect();
+    drop(db);
+    // Reopened with one level, and with seven (the tables stay in L0 until compacted).
+    for levels in [1, 7] {
+        let db = Db::open(&Options { num_levels: levels, ..opts(&fs) }, "/db").unwrap();
+        let got: Vec<_> = db.iterator(IteratorMode::Start).map(|r| r.unwrap()).collect();
+        assert_eq!(got, want, "reopened with {levels} levels");
+    }
+    // Every property answers (those of levels: L0's).
+    let db = Db::open(&Options { num_levels: 1, ..opts(&fs) }, "/db").unwrap();
+    for name in [
+        "stats",
+        "levelstats",
+        "sstables",
+        "base-level",
+        "compaction-pending",
+        "estimate-pending-compaction-bytes",
+        "estimate-size-amplification-percent",
+        "num-sorted-runs",
+        "num-files-at-level0",
+        "compression-ratio-at-level0",
+        "estimate-live-data-size",
+        "live-sst-files-size",
+        "aggregated-table-properties",
+    ] {
+        let name = format!("rocksdb.{name}");
+        db.property_value(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    drop(db);
+    // Leveled compaction needs a level below L0.
+    let o = Options { num_levels: 1, compaction_style: CompactionStyle::Leveled, ..opts(&fs) };
+    let e = Db::open(&o, "/db2").err().expect("one level with leveled compaction");
+    assert!(e.to_string().contains("num_levels = 1: must be between 2 and 64"), "{e}");
 }
 
 /// The same with incremental size-amplification compactions over a real directory (for the
@@ -53,14 +98,15 @@ fn incremental_size_amplification_merges_key_ranges_and_keeps_every_key() {
         },
         ..opts(&fs)
     };
-    fill_and_overwrite(&Db::open(&o, tmp.path()).unwrap());
+    fill_and_overwrite(&Db::open(&o, tmp.path()).unwrap(), 6);
     let log = std::fs::read_to_string(tmp.path().join("LOG")).unwrap();
     let partial = log.matches("(universal incremental size amplification)").count();
     let full = log.matches("(universal size amplification)").count();
     assert!(partial >= 5, "{partial} incremental and {full} full size-amplification merges");
 }
 
-fn fill_and_overwrite(db: &Db) {
+/// Writes and checks as the tests above say; the oldest run ends in `last_level`.
+fn fill_and_overwrite(db: &Db, last_level: usize) {
     let int = |name: &str| db.property_int_value(name).unwrap().unwrap();
     let mut rng = StdRng::seed_from_u64(16);
     let mut model = BTreeMap::new();
@@ -87,7 +133,7 @@ fn fill_and_overwrite(db: &Db) {
     assert_eq!(checks, 24);
     // Runs were placed in levels: the oldest one in the last level.
     assert!(
-        int("strata.num-files-at-level6") > 0,
+        int(&format!("strata.num-files-at-level{last_level}")) > 0,
         "{}",
         db.property_value("strata.levelstats").unwrap().unwrap()
     );
