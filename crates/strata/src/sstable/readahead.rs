@@ -47,8 +47,8 @@
 //!   Under direct I/O, or where the file refuses the request, the buffer takes the whole
 //!   window.
 //! - **Planned** (a multi-range scan, `readahead/planned.rs`): the table's blocks the scan's
-//!   ranges need, grouped into spans; a block read inside a span reads the rest of the span
-//!   with it, in the scan's direction, whatever the mode. Blocks outside the spans read as
+//!   ranges need, grouped into spans; a block read inside a span reads the whole span with
+//!   it (in pieces of at most 2 MiB), whatever the mode. Blocks outside the spans read as
 //!   above.
 //! - One buffer per iterator, the size of the last read. Blocks found in the block cache
 //!   cost no read and leave the state as it is.
@@ -170,7 +170,7 @@ pub(crate) struct Readahead {
     /// The window after the buffer's, being read by the I/O pool.
     ahead: Option<Ahead>,
     /// A multi-range scan's planned spans (`readahead/planned.rs`): a block inside one reads
-    /// the rest of it, whatever the mode.
+    /// the span's piece holding it, whatever the mode.
     planned: Option<PlannedSpans>,
 }
 

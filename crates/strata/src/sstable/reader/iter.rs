@@ -59,8 +59,8 @@ impl TableIterator {
     /// each range, the data blocks from the one a seek to its start lands on through the
     /// first whose index key reaches its limit (where a forward walk meets the key that ends
     /// it), and for a reverse scan the block before them (where a backward walk does). The
-    /// iterator is then unpositioned. An index
-    /// that fails to read plans nothing more; the scan's own seeks report the error.
+    /// iterator is then unpositioned. An index that fails to read plans nothing more; the
+    /// scan's own seeks report the error.
     pub(crate) fn plan_scan(&mut self, plan: &ScanPlan) {
         let order = self.table.order.clone();
         let mut blocks = Vec::new();
