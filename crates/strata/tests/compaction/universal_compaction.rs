@@ -75,7 +75,7 @@ fn one_level_keeps_every_run_in_l0_and_compacts_into_one_table() {
     drop(db);
     // Leveled compaction needs a level below L0.
     let o = Options { num_levels: 1, compaction_style: CompactionStyle::Leveled, ..opts(&fs) };
-    let e = Db::open(&o, "/db2").err().expect("one level with leveled compaction");
+    let e = Db::open(&o, "/db2").expect_err("one level with leveled compaction");
     assert!(e.to_string().contains("num_levels = 1: must be between 2 and 64"), "{e}");
 }
 
