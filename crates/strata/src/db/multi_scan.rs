@@ -66,6 +66,7 @@ impl Db {
                 coalesce: args.io_coalesce_threshold,
                 max_prefetch: args.max_prefetch_size,
                 reverse: args.reverse,
+                async_io: args.use_async_io,
             })
         });
         let cursor = source.build_planned(source.read_options(), plan.as_ref());

@@ -24,10 +24,13 @@ pub struct MultiScanArgs {
     /// default: no limit), counted in the scan's direction. Blocks past it are read as any
     /// iterator reads them, where RocksDB's scan fails with `PrefetchLimitReached`.
     pub max_prefetch_size: u64,
-    /// Kept: the planned reads are synchronous.
+    /// Each table asks the OS to read all its planned blocks into the page cache as soon as
+    /// the scan opens it, so the reads of every table the scan touches proceed at once (under
+    /// direct I/O, which has no page cache, the planned reads stay synchronous). Default
+    /// false.
     pub use_async_io: bool,
-    /// Each range is read from its last key down, the last range first. Every range needs a
-    /// limit then.
+    /// Each range is read from its last key down (the ranges still come in the order given,
+    /// as RocksDB's). Every range needs a limit then.
     pub reverse: bool,
 }
 

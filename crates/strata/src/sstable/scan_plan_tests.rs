@@ -14,10 +14,11 @@ use crate::iterator::InternalIterator;
 use crate::key::{lookup_key, make_internal_key, user_key};
 use crate::types::{SeqNo, ValueType};
 
-/// A file that counts its reads.
+/// A file that counts its reads, and takes and records the OS prefetches asked of it.
 struct Counted {
     inner: Arc<dyn RandomAccessFile>,
     reads: Arc<AtomicUsize>,
+    prefetched: Arc<std::sync::Mutex<Vec<(u64, usize)>>>,
 }
 
 impl RandomAccessFile for Counted {
@@ -31,14 +32,20 @@ impl RandomAccessFile for Counted {
     fn path(&self) -> &Path {
         self.inner.path()
     }
+    fn prefetch(&self, offset: u64, len: usize) -> bool {
+        self.prefetched.lock().unwrap().push((offset, len));
+        true
+    }
 }
+
+type Prefetched = Arc<std::sync::Mutex<Vec<(u64, usize)>>>;
 
 fn key(i: usize) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
 
 /// A table of 2,000 keys in blocks of about four entries, opened through a counting file.
-fn table() -> (Arc<TableReader>, Arc<AtomicUsize>) {
+fn table() -> (Arc<TableReader>, Arc<AtomicUsize>, Prefetched) {
     let fs = MemFs::new();
     fs.create_dir_all(Path::new("/db")).unwrap();
     let path = PathBuf::from("/db/000009.sst");
@@ -50,8 +57,10 @@ fn table() -> (Arc<TableReader>, Arc<AtomicUsize>) {
     }
     b.finish().unwrap();
     let reads = Arc::new(AtomicUsize::new(0));
-    let file = Arc::new(Counted { inner: fs.open(&path).unwrap(), reads: reads.clone() });
-    (Arc::new(TableReader::open(file, 1, None).unwrap()), reads)
+    let prefetched = Prefetched::default();
+    let inner = fs.open(&path).unwrap();
+    let file = Arc::new(Counted { inner, reads: reads.clone(), prefetched: prefetched.clone() });
+    (Arc::new(TableReader::open(file, 1, None).unwrap()), reads, prefetched)
 }
 
 /// Ten ranges of two keys, 38 keys (about ten blocks) apart: short enough that a scan
@@ -63,7 +72,13 @@ fn ranges() -> Vec<(Vec<u8>, Vec<u8>)> {
 /// Walks each range (each backward with `reverse`), returning the user keys met and the file
 /// reads made.
 fn walk(plan: Option<ScanPlan>, reverse: bool) -> (Vec<Vec<u8>>, usize) {
-    let (t, reads) = table();
+    let (got, reads, _) = walk_asked(plan, reverse);
+    (got, reads)
+}
+
+/// [`walk`], with the prefetches the table asked of the OS.
+fn walk_asked(plan: Option<ScanPlan>, reverse: bool) -> (Vec<Vec<u8>>, usize, Vec<(u64, usize)>) {
+    let (t, reads, prefetched) = table();
     let mut it = t.iter(ReadBlockOptions::default());
     if let Some(p) = &plan {
         it.plan_scan(p);
@@ -86,11 +101,26 @@ fn walk(plan: Option<ScanPlan>, reverse: bool) -> (Vec<Vec<u8>>, usize) {
         }
         it.status().unwrap();
     }
-    (got, reads.load(Ordering::Relaxed) - before)
+    let asked = prefetched.lock().unwrap().clone();
+    (got, reads.load(Ordering::Relaxed) - before, asked)
 }
 
 fn plan(coalesce: u64, max_prefetch: u64, reverse: bool) -> ScanPlan {
-    ScanPlan { ranges: ranges(), coalesce, max_prefetch, reverse }
+    ScanPlan { ranges: ranges(), coalesce, max_prefetch, reverse, async_io: false }
+}
+
+#[test]
+fn with_async_io_every_span_is_asked_of_the_os_at_once() {
+    let (want, _) = walk(None, false);
+    // No coalescing: ten spans, each asked for before the first read.
+    let (got, reads, asked) =
+        walk_asked(Some(ScanPlan { async_io: true, ..plan(0, 0, false) }), false);
+    assert_eq!(got, want);
+    assert_eq!(reads, 10);
+    assert_eq!(asked.len(), 10, "{asked:?}");
+    assert!(asked.windows(2).all(|w| w[0].0 + w[0].1 as u64 <= w[1].0), "{asked:?}");
+    let (_, _, asked) = walk_asked(Some(plan(0, 0, false)), false);
+    assert!(asked.is_empty(), "nothing asked without async_io: {asked:?}");
 }
 
 #[test]

@@ -19,6 +19,10 @@
 //!   block that crosses into the next piece).
 //! - A block outside every span is none of this module's business ([`PlannedSpans::window`]
 //!   is `None`).
+//! - With `async_io`, the table asks the OS to read every span into its page cache as soon as
+//!   it has planned them (`RandomAccessFile::prefetch`), so the spans of all the tables a scan
+//!   reads are on their way at once; the planned reads then find them there. A file without a
+//!   page cache (direct I/O) refuses, and its planned reads stay synchronous.
 
 use super::plan::{BlockRead, Window};
 
@@ -34,8 +38,10 @@ pub(crate) struct ScanPlan {
     pub coalesce: u64,
     /// The most bytes of blocks planned per table (0: no limit).
     pub max_prefetch: u64,
-    /// The ranges are read last to first, each backward.
+    /// Each range is walked backward.
     pub reverse: bool,
+    /// Ask the OS to read the spans ahead (see the module documentation).
+    pub async_io: bool,
 }
 
 /// One table's planned spans for a [`ScanPlan`].
@@ -97,7 +103,7 @@ impl PlannedSpans {
         })
     }
 
-    #[cfg(test)]
+    /// The spans, `[start, end)` file ranges in order.
     pub(crate) fn spans(&self) -> &[(u64, u64)] {
         &self.spans
     }
@@ -108,7 +114,7 @@ mod tests {
     use super::*;
 
     fn plan(coalesce: u64, max_prefetch: u64, reverse: bool) -> ScanPlan {
-        ScanPlan { ranges: Vec::new(), coalesce, max_prefetch, reverse }
+        ScanPlan { ranges: Vec::new(), coalesce, max_prefetch, reverse, async_io: false }
     }
 
     /// Blocks of 100 bytes at these offsets.

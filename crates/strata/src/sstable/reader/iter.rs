@@ -94,7 +94,15 @@ impl TableIterator {
             }
         }
         self.invalidate_data();
-        self.readahead.plan_scan(PlannedSpans::new(&blocks, plan));
+        let spans = PlannedSpans::new(&blocks, plan);
+        if plan.async_io {
+            for &(start, end) in spans.spans() {
+                if !self.table.file.prefetch(start, (end - start) as usize) {
+                    break;
+                }
+            }
+        }
+        self.readahead.plan_scan(spans);
     }
 
     fn invalidate_data(&mut self) {
