@@ -256,3 +256,9 @@ fn exec(workload: Workload, cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
         Workload::RandomTransaction => transaction::run(cx, ts),
     }
 }
+
+/// Runs strata-bench with command-line `args` (for the runners' tests).
+#[cfg(test)]
+pub(crate) fn run_args(args: &[&str]) -> anyhow::Result<()> {
+    Runner::new(crate::config::Config::from_args(args).expect("config")).run()
+}

@@ -155,12 +155,7 @@ pub(super) fn multi_scan_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()>
 
 #[cfg(test)]
 mod tests {
-    use crate::config::Config;
-    use crate::runner::Runner;
-
-    fn run(args: &[&str]) -> anyhow::Result<()> {
-        Runner::new(Config::from_args(args).expect("config")).run()
-    }
+    use crate::runner::run_args as run;
 
     #[test]
     fn multi_scans_run_on_an_engine_with_them_and_refuse_a_short_key_space() {

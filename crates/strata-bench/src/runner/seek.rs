@@ -150,12 +150,7 @@ pub(super) fn seek_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::Config;
-    use crate::runner::Runner;
-
-    fn run(args: &[&str]) -> anyhow::Result<()> {
-        Runner::new(Config::from_args(args).expect("config")).run()
-    }
+    use crate::runner::run_args as run;
 
     #[test]
     fn fillseekseq_checks_every_position_and_refuses_to_walk_backward() {
