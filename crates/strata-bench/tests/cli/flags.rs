@@ -110,7 +110,7 @@ fn validation() {
     assert_eq!(c.benchmarks.len(), 2);
     assert_eq!(c.seed_base, 7);
     assert!(err(&["--benchmarks=nosuch"]).contains("unknown benchmark 'nosuch'"));
-    assert!(err(&["--benchmarks=multiscan"]).contains("not implemented"));
+    assert!(err(&["--benchmarks=replay"]).contains("not implemented"));
     let e = err(&["--benchmarks=mixgraph", "--mix_get_ratio=0"]);
     assert!(e.contains("mixgraph: --mix_get_ratio=0") && e.contains("one must be positive"), "{e}");
     let e = err(&["--benchmarks=mixgraph", "--keyrange_dist_a=1", "--keyrange_num=2000000"]);
