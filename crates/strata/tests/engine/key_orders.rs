@@ -278,3 +278,38 @@ fn a_double_ended_prefix_iterator_in_another_order_walks_back_within_the_prefix(
     assert_eq!(&*it.next().unwrap().unwrap().0, b"b2");
     assert!(it.next_back().is_none() && it.next().is_none());
 }
+
+#[test]
+fn a_multi_range_scan_follows_the_familys_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options { block_size: 64, ..opts(Some(reverse())) };
+    let db = Db::open(&o, dir.path()).unwrap();
+    for k in ["a", "b", "c", "d", "e", "f", "g"] {
+        db.put(k, k).unwrap();
+    }
+    db.flush().unwrap();
+    // In reverse order "f" comes before "d": the ranges [f, d) and [c, a).
+    let mut args = strata::MultiScanArgs::new();
+    args.insert("f", "d");
+    args.insert("c", "a");
+    for reverse_walk in [false, true] {
+        args.reverse = reverse_walk;
+        let mut ms = db.multi_scan(&ReadOptions::default(), &args).unwrap();
+        let mut got = Vec::new();
+        while let Some(scan) = ms.next_scan() {
+            got.push(scan.map(|r| r.unwrap().0.to_vec()).collect::<Vec<_>>());
+        }
+        let mut want = vec![vec![b"f".to_vec(), b"e".to_vec()], vec![b"c".to_vec(), b"b".to_vec()]];
+        if reverse_walk {
+            for w in &mut want {
+                w.reverse();
+            }
+        }
+        assert_eq!(got, want, "reverse walk {reverse_walk}");
+    }
+    // Ranges out of the family's order are refused.
+    let mut args = strata::MultiScanArgs::new();
+    args.insert("a", "c");
+    let e = db.multi_scan(&ReadOptions::default(), &args).err().expect("a is after c here");
+    assert!(e.to_string().contains("start is not below limit"), "{e}");
+}

@@ -2,8 +2,8 @@
 //! iterator bounded to it yields, at one consistent view, forward and backward, whatever the
 //! coalescing threshold and prefetch limit; ranges that are out of order, overlapping, empty
 //! or unbounded where a limit is needed are refused naming the range. A randomized run
-//! checks scans against a model through memtables, flushes and compactions, at a snapshot
-//! and at the latest state.
+//! checks scans against a model through memtables, flushes and compactions, with point and
+//! range deletions, at a snapshot and at the latest state.
 
 use std::collections::BTreeMap;
 
@@ -96,15 +96,22 @@ fn random_args(rng: &mut StdRng, n: u32) -> MultiScanArgs {
 #[test]
 fn multi_scans_read_what_the_model_holds() {
     const N: u32 = 3000;
-    for seed in 0..6u64 {
+    let seeds = std::env::var("STRATA_MULTI_SCAN_SEEDS").ok().and_then(|s| s.parse().ok());
+    for seed in 0..seeds.unwrap_or(6u64) {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&small(), dir.path()).unwrap();
         let mut rng = StdRng::seed_from_u64(seed);
         let mut m = Model::new();
         let write = |db: &Db, m: &mut Model, rng: &mut StdRng, n: usize| {
             for _ in 0..n {
-                let k = key(rng.gen_range(0..N));
-                if rng.gen_bool(0.15) {
+                let i = rng.gen_range(0..N);
+                let k = key(i);
+                if rng.gen_bool(0.005) {
+                    // A range deletion of up to 40 keys.
+                    let end = key(i + rng.gen_range(1..40));
+                    db.delete_range(&k, &end).unwrap();
+                    m.retain(|x, _| x.as_slice() < k.as_slice() || x.as_slice() >= end.as_slice());
+                } else if rng.gen_bool(0.15) {
                     db.delete(&k).unwrap();
                     m.remove(&k);
                 } else {
