@@ -125,13 +125,12 @@ pub(super) fn multi_scan_random(cx: &Ctx<'_>, ts: &mut Worker<'_>) -> Result<()>
             end = end.max(s.1);
             keep
         });
-        ranges.clear();
-        let mut order: Vec<usize> = (0..specs.len()).collect();
         if !f.use_multiscan && settings.reverse {
-            order.reverse();
+            specs.reverse();
         }
-        for &i in &order {
-            for k in [specs[i].0, specs[i].1] {
+        ranges.clear();
+        for &(start, end) in &specs {
+            for k in [start, end] {
                 p.key.encode(k, p.flags_num, &mut ts.key);
                 ranges.extend_from_slice(&ts.key);
             }

@@ -668,15 +668,12 @@ pub(crate) enum Bottom {
 /// last level's tables. Waits while a background compaction holds a run.
 fn compact_range_one_level(inner: &DbInner, cfd: &Arc<Cfd>, bottom: Bottom) -> Result<()> {
     let o = cfd.live_opts().picker_options();
-    let may_skip = bottom == Bottom::Unsettled
-        && cfd.opts.compaction_filter_factory.is_none()
-        && cfd.opts.timestamps.is_none();
-    let blob_gc = cfd.live_opts().blob.enable_blob_gc;
+    let left_as_is = left_in_place(cfd, bottom);
     let plan = wait_for_plan(inner, cfd, |v, busy| {
         let l0 = &v.levels[0];
         let lone_left = match l0.as_slice() {
             [] => true,
-            [f] => bottom == Bottom::Skip || (may_skip && settled(f, blob_gc)),
+            [f] => bottom == Bottom::Skip || left_as_is(f),
             _ => false,
         };
         if lone_left {
@@ -782,15 +779,12 @@ fn rewrite_bottom_in_place(
     let Some(bottom) = (1..v.levels.len()).rev().find(|&l| v.num_files(l) > 0) else {
         return Ok(());
     };
-    let may_skip = which == Bottom::Unsettled
-        && cfd.opts.compaction_filter_factory.is_none()
-        && cfd.opts.timestamps.is_none();
-    let blob_gc = cfd.live_opts().blob.enable_blob_gc;
+    let left_as_is = left_in_place(cfd, which);
     // Each run's user-key span: its first table's smallest key to its last's largest.
     let mut runs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut open = false;
     for f in overlapping_range(&v, bottom, begin, end) {
-        if may_skip && settled(&f, blob_gc) {
+        if left_as_is(&f) {
             open = false;
             continue;
         }
@@ -819,13 +813,24 @@ fn rewrite_bottom_in_place(
     Ok(())
 }
 
+/// Which bottom tables a manual compaction of family `cfd` under rule `which` leaves as they
+/// are: with [`Bottom::Unsettled`], no compaction filter and no timestamps, the [`settled`]
+/// ones; none otherwise (a filter or a timestamp's collection could change any table).
+fn left_in_place(cfd: &Cfd, which: Bottom) -> impl Fn(&TableFile) -> bool {
+    let may_skip = which == Bottom::Unsettled
+        && cfd.opts.compaction_filter_factory.is_none()
+        && cfd.opts.timestamps.is_none();
+    let blob_gc = cfd.live_opts().blob.enable_blob_gc;
+    move |f| may_skip && settled(f, blob_gc)
+}
+
 /// Whether rewriting table `f` in place at the bottom could change nothing: every entry has
 /// sequence number 0 (written at the bottom as a value every snapshot sees: no older
 /// version, no deletion, no merge operand, no range tombstone is left to drop), it was not
 /// ingested (an ingested table's entries read at its global number), and, with blob garbage
 /// collection on (`blob_gc`), it refers to no blob file a rewrite could collect from. Only
 /// for a family with no compaction filter and no user timestamps, which a rewrite could
-/// still apply ([`rewrite_bottom_in_place`]).
+/// still apply ([`left_in_place`]).
 fn settled(f: &TableFile, blob_gc: bool) -> bool {
     f.largest_seqno == SeqNo::ZERO
         && f.global_seqno == SeqNo::ZERO

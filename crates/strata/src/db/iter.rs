@@ -94,11 +94,6 @@ impl IterSource {
         }
     }
 
-    /// The read options it was captured with.
-    pub(crate) fn read_options(&self) -> &ReadOptions {
-        &self.ro
-    }
-
     /// The extractor `prefix_same_as_start` applies, if it is on.
     fn active_prefix_extractor(&self) -> Option<crate::prefix::PrefixExtractor> {
         if self.ro.prefix_same_as_start {
@@ -220,13 +215,7 @@ fn sources(
         if level == 0 {
             for f in files {
                 match table_cache.reader_at(f.number, &f.pinned, 0) {
-                    Ok(t) => {
-                        let mut it = t.iter(rb);
-                        if let Some(p) = plan {
-                            it.plan_scan(p);
-                        }
-                        children.push(Box::new(it));
-                    }
+                    Ok(t) => children.push(Box::new(t.iter_planned(rb, plan.map(|p| &**p)))),
                     Err(e) => open_error = Some(e),
                 }
             }
@@ -943,9 +932,7 @@ impl DbIterator {
             // ranges: in another order the keys of a prefix need not lie between them, so
             // the back end then walks the whole range and the caller skips the keys of other
             // prefixes.
-            if self.prefix.is_some() {
-                ro.prefix_same_as_start = false;
-            }
+            ro.prefix_same_as_start = false;
             let bytewise = source.sv.version.order().is_bytewise();
             if let (Some(Ok(p)), true) = (&self.prefix, bytewise) {
                 let lower = match ro.iterate_lower_bound.take() {

@@ -69,7 +69,7 @@ impl Db {
                 async_io: args.use_async_io,
             })
         });
-        let cursor = source.build_planned(source.read_options(), plan.as_ref());
+        let cursor = source.build_planned(ro, plan.as_ref());
         Ok(MultiScan {
             cursor,
             ranges: args.ranges().to_vec(),

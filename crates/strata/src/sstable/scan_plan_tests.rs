@@ -44,12 +44,17 @@ fn key(i: usize) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
 
-/// A table of 2,000 keys in blocks of about four entries, opened through a counting file.
-fn table() -> (Arc<TableReader>, Arc<AtomicUsize>, Prefetched) {
+/// A table of 2,000 keys in blocks of about four entries (with a partitioned index when
+/// `partitioned`), opened through a counting file.
+fn table(partitioned: bool) -> (Arc<TableReader>, Arc<AtomicUsize>, Prefetched) {
     let fs = MemFs::new();
     fs.create_dir_all(Path::new("/db")).unwrap();
     let path = PathBuf::from("/db/000009.sst");
-    let opts = TableOptions { block_size: 256, ..TableOptions::default() };
+    let mut opts = TableOptions { block_size: 256, ..TableOptions::default() };
+    if partitioned {
+        opts.index_type = super::partitioned::IndexType::TwoLevel;
+        opts.metadata_block_size = 128;
+    }
     let mut b = TableBuilder::new(&opts, fs.create(&path).unwrap(), path.clone());
     for i in 0..2000 {
         let ikey = make_internal_key(&key(i), SeqNo(i as u64 + 1), ValueType::Value);
@@ -72,13 +77,18 @@ fn ranges() -> Vec<(Vec<u8>, Vec<u8>)> {
 /// Walks each range (each backward with `reverse`), returning the user keys met and the file
 /// reads made.
 fn walk(plan: Option<ScanPlan>, reverse: bool) -> (Vec<Vec<u8>>, usize) {
-    let (got, reads, _) = walk_asked(plan, reverse);
+    let (got, reads, _) = walk_asked(plan, reverse, false);
     (got, reads)
 }
 
-/// [`walk`], with the prefetches the table asked of the OS.
-fn walk_asked(plan: Option<ScanPlan>, reverse: bool) -> (Vec<Vec<u8>>, usize, Vec<(u64, usize)>) {
-    let (t, reads, prefetched) = table();
+/// [`walk`], with the prefetches the table asked of the OS, over a table with a partitioned
+/// index when `partitioned`.
+fn walk_asked(
+    plan: Option<ScanPlan>,
+    reverse: bool,
+    partitioned: bool,
+) -> (Vec<Vec<u8>>, usize, Vec<(u64, usize)>) {
+    let (t, reads, prefetched) = table(partitioned);
     let mut it = t.iter(ReadBlockOptions::default());
     if let Some(p) = &plan {
         it.plan_scan(p);
@@ -114,12 +124,12 @@ fn with_async_io_every_span_is_asked_of_the_os_at_once() {
     let (want, _) = walk(None, false);
     // No coalescing: ten spans, each asked for before the first read.
     let (got, reads, asked) =
-        walk_asked(Some(ScanPlan { async_io: true, ..plan(0, 0, false) }), false);
+        walk_asked(Some(ScanPlan { async_io: true, ..plan(0, 0, false) }), false, false);
     assert_eq!(got, want);
     assert_eq!(reads, 10);
     assert_eq!(asked.len(), 10, "{asked:?}");
     assert!(asked.windows(2).all(|w| w[0].0 + w[0].1 as u64 <= w[1].0), "{asked:?}");
-    let (_, _, asked) = walk_asked(Some(plan(0, 0, false)), false);
+    let (_, _, asked) = walk_asked(Some(plan(0, 0, false)), false, false);
     assert!(asked.is_empty(), "nothing asked without async_io: {asked:?}");
 }
 
@@ -147,4 +157,19 @@ fn blocks_past_the_prefetch_limit_read_as_without_a_plan() {
     let (got, reads) = walk(Some(plan(16 << 10, 300, false)), false);
     assert_eq!(got, want);
     assert!(reads > 1 && reads <= 10, "{reads} reads");
+}
+
+#[test]
+fn a_partitioned_index_plans_the_same_blocks() {
+    for reverse in [false, true] {
+        let (want, _, _) = walk_asked(None, reverse, true);
+        assert_eq!(want.len(), 20);
+        let (got, _, asked) =
+            walk_asked(Some(ScanPlan { async_io: true, ..plan(0, 0, reverse) }), reverse, true);
+        assert_eq!(got, want, "reverse {reverse}");
+        // The ranges' blocks, as planned over an unpartitioned index of the same data.
+        let (_, _, flat) =
+            walk_asked(Some(ScanPlan { async_io: true, ..plan(0, 0, reverse) }), reverse, false);
+        assert_eq!(asked.len(), flat.len(), "reverse {reverse}: {asked:?} against {flat:?}");
+    }
 }

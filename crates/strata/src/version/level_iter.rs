@@ -100,11 +100,7 @@ impl LevelIterator {
         let Some(f) = self.files.get(i) else { return false };
         match self.tables.reader(f.number, &f.pinned) {
             Ok(t) => {
-                let mut it = t.iter(self.read);
-                if let Some(plan) = &self.plan {
-                    it.plan_scan(plan);
-                }
-                self.current = Some(Box::new(it));
+                self.current = Some(Box::new(t.iter_planned(self.read, self.plan.as_deref())));
                 true
             }
             Err(e) => {
@@ -146,10 +142,11 @@ impl LevelIterator {
     /// Before a seek: errors cleared, and the open file closed (under a plan, parked unless
     /// it failed).
     fn reset(&mut self) {
-        let failed = self.error.take().is_some() || self.current_failed();
-        let current = self.current.take();
-        self.parked = match current {
-            Some(c) if self.plan.is_some() && !failed => Some((self.index, c)),
+        let failed = self.error.take().is_some();
+        self.parked = match self.current.take() {
+            Some(c) if self.plan.is_some() && !failed && c.status().is_ok() => {
+                Some((self.index, c))
+            }
             _ => None,
         };
     }

@@ -21,6 +21,20 @@ use crate::sstable::readahead::{PlannedSpans, Readahead, ScanPlan};
 use crate::types::SeqNo;
 
 impl TableReader {
+    /// [`TableReader::iter`], reading for the multi-range scan `plan` when given
+    /// ([`TableIterator::plan_scan`]).
+    pub(crate) fn iter_planned(
+        self: &Arc<Self>,
+        read: ReadBlockOptions,
+        plan: Option<&ScanPlan>,
+    ) -> TableIterator {
+        let mut it = self.iter(read);
+        if let Some(p) = plan {
+            it.plan_scan(p);
+        }
+        it
+    }
+
     /// A two-level iterator over the whole table.
     pub fn iter(self: &Arc<Self>, read: ReadBlockOptions) -> TableIterator {
         TableIterator {
@@ -62,32 +76,32 @@ impl TableIterator {
     /// iterator is then unpositioned. An index that fails to read plans nothing more; the
     /// scan's own seeks report the error.
     pub(crate) fn plan_scan(&mut self, plan: &ScanPlan) {
-        let order = self.table.order.clone();
         let mut blocks = Vec::new();
+        // The current index entry's block, with its trailer.
+        let block = |it: &Self| {
+            let h = it.table.decode_handle(it.index.value(), it.index.block_offset()).ok()?;
+            Some((h.offset, h.size + BLOCK_TRAILER_LEN as u64))
+        };
         for (start, limit) in &plan.ranges {
             let seek = crate::key::lookup_key(start, SeqNo::MAX);
-            if plan.reverse {
+            self.index.seek(&seek);
+            if plan.reverse && self.index.valid() {
                 // Walking a range down ends on the entry before its start, which may lie in
                 // the block before the range's first.
-                self.index.seek(&seek);
+                self.index.prev();
                 if self.index.valid() {
-                    self.index.prev();
-                    if self.index.valid() {
-                        let at = self.index.block_offset();
-                        if let Ok(h) = self.table.decode_handle(self.index.value(), at) {
-                            blocks.push((h.offset, h.size + BLOCK_TRAILER_LEN as u64));
-                        }
-                    }
+                    blocks.extend(block(self));
+                    self.index.next();
+                } else {
+                    self.index.seek(&seek);
                 }
             }
-            self.index.seek(&seek);
             while self.index.valid() {
-                let at = self.index.block_offset();
-                let Ok(h) = self.table.decode_handle(self.index.value(), at) else { break };
-                blocks.push((h.offset, h.size + BLOCK_TRAILER_LEN as u64));
+                let Some(b) = block(self) else { break };
+                blocks.push(b);
                 let k = self.index.key();
                 let separator = if self.table.user_key_index { k } else { crate::key::user_key(k) };
-                if !order.lt(separator, limit) {
+                if !self.table.order.lt(separator, limit) {
                     break;
                 }
                 self.index.next();
